@@ -1,0 +1,216 @@
+import type { Policy, PolicyKind } from "./policies.ts";
+
+/*
+ * The four algorithms as pure functions over a state vector. This file is the specification the
+ * Redis Lua scripts mirror operation for operation: every time is an integer number of
+ * microseconds and every quantity an integer, so doubles compute them exactly in JavaScript and
+ * in Lua alike and both stores reach identical decisions.
+ *
+ * A decision writes four numbers per policy into `out` at `i`:
+ *   out[i]     1 when this policy alone would admit `cost`, else 0
+ *   out[i + 1] remaining (after consuming, once `commit` ran; else as things stand)
+ *   out[i + 2] resetAt, epoch ms
+ *   out[i + 3] retryAfterMs: 0 when admitted, NEVER (-1) when `cost` exceeds the limit
+ */
+
+/** `retryAfterMs` sentinel in store results: the cost exceeds the policy's limit. */
+export const NEVER = -1;
+
+/** The outcome of one policy in a store result: four numbers per policy after the leading flag. */
+export const FIELDS_PER_POLICY = 4;
+
+export interface Algorithm {
+  /** Numbers of state per key in the memory store. */
+  readonly width: number;
+  evaluate(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number): boolean;
+  /** Applies `cost` (already known to fit), rewrites remaining and resetAt, returns the state's expiry in µs. */
+  commit(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number): number;
+  /** Gives back up to `cost` units, never below an empty state; returns the expiry in µs. */
+  refund(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number): number;
+}
+
+const ceilMs = (us: number): number => Math.ceil(us / 1000);
+
+/** Token bucket as GCRA: the state is the theoretical arrival time (µs) of the next request. */
+const tokenBucket: Algorithm = {
+  width: 1,
+  evaluate(p, s, o, _log, now, cost, out, i) {
+    const interval = intervalUs(p);
+    const tau = p.limit * interval;
+    const tat = Math.max(s[o]!, now);
+    const next = tat + cost * interval;
+    const fits = cost <= p.limit && next - now <= tau;
+    out[i] = fits ? 1 : 0;
+    out[i + 1] = Math.floor((tau - (tat - now)) / interval);
+    out[i + 2] = ceilMs(tat);
+    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : ceilMs(next - tau - now);
+    return fits;
+  },
+  commit(p, s, o, _log, now, cost, out, i) {
+    const interval = intervalUs(p);
+    const next = Math.max(s[o]!, now) + cost * interval;
+    s[o] = next;
+    out[i + 1] = Math.floor((p.limit * interval - (next - now)) / interval);
+    out[i + 2] = ceilMs(next);
+    return next;
+  },
+  refund(p, s, o, _log, now, cost) {
+    const tat = s[o]!;
+    if (tat > now) s[o] = Math.max(now, tat - cost * intervalUs(p));
+    return s[o]!;
+  },
+};
+
+/** Fixed window: [window index, count]. A window older than the stored one counts as the stored one. */
+const fixedWindow: Algorithm = {
+  width: 2,
+  evaluate(p, s, o, _log, now, cost, out, i) {
+    const size = p.windowMs * 1000;
+    const index = Math.max(Math.floor(now / size), s[o]!);
+    const count = s[o] === index ? s[o + 1]! : 0;
+    const fits = count + cost <= p.limit;
+    const end = (index + 1) * size;
+    out[i] = fits ? 1 : 0;
+    out[i + 1] = p.limit - count;
+    out[i + 2] = ceilMs(end);
+    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : ceilMs(end - now);
+    return fits;
+  },
+  commit(p, s, o, _log, now, cost, out, i) {
+    const size = p.windowMs * 1000;
+    const index = Math.max(Math.floor(now / size), s[o]!);
+    const count = (s[o] === index ? s[o + 1]! : 0) + cost;
+    s[o] = index;
+    s[o + 1] = count;
+    out[i + 1] = p.limit - count;
+    return (index + 1) * size;
+  },
+  refund(p, s, o, _log, now, cost) {
+    const size = p.windowMs * 1000;
+    if (s[o] === Math.max(Math.floor(now / size), s[o]!)) s[o + 1] = Math.max(0, s[o + 1]! - cost);
+    return (s[o]! + 1) * size;
+  },
+};
+
+/**
+ * Sliding-window counter: [window index, current count, previous count]. The previous window
+ * counts in proportion to its overlap with the sliding window, in whole milliseconds, compared
+ * in integers: prev × (W − elapsed) + (cur + cost) × W ≤ limit × W.
+ */
+const slidingWindow: Algorithm = {
+  width: 3,
+  evaluate(p, s, o, _log, now, cost, out, i) {
+    const w = p.windowMs;
+    const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
+    const [cur, prev] = rolled(s, o, index);
+    const start = index * w;
+    const elapsed = Math.max(0, Math.floor((now - start * 1000) / 1000));
+    const budget = p.limit * w - prev * (w - elapsed);
+    const fits = (cur + cost) * w <= budget;
+    out[i] = fits ? 1 : 0;
+    out[i + 1] = Math.max(0, Math.floor((budget - cur * w) / w));
+    out[i + 2] = cur > 0 ? start + 2 * w : prev > 0 ? start + w : ceilMs(now);
+    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : slidingRetryMs(p.limit, w, start, cur, prev, cost, now);
+    return fits;
+  },
+  commit(p, s, o, _log, now, cost, out, i) {
+    const w = p.windowMs;
+    const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
+    const [cur, prev] = rolled(s, o, index);
+    const start = index * w;
+    const elapsed = Math.max(0, Math.floor((now - start * 1000) / 1000));
+    s[o] = index;
+    s[o + 1] = cur + cost;
+    s[o + 2] = prev;
+    out[i + 1] = Math.max(0, Math.floor((p.limit * w - prev * (w - elapsed) - (cur + cost) * w) / w));
+    out[i + 2] = start + 2 * w;
+    return (start + 2 * w) * 1000;
+  },
+  refund(p, s, o, _log, now, cost) {
+    const w = p.windowMs;
+    const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
+    const [cur, prev] = rolled(s, o, index);
+    const fromCurrent = Math.min(cur, cost);
+    s[o] = index;
+    s[o + 1] = cur - fromCurrent;
+    s[o + 2] = Math.max(0, prev - (cost - fromCurrent));
+    return (index + 2) * w * 1000;
+  },
+};
+
+function rolled(s: Float64Array, o: number, index: number): [current: number, previous: number] {
+  if (s[o] === index) return [s[o + 1]!, s[o + 2]!];
+  if (s[o] === index - 1) return [0, s[o + 1]!];
+  return [0, 0];
+}
+
+/** The earliest whole millisecond at which `cost` fits, given the estimate's shape. */
+function slidingRetryMs(limit: number, w: number, start: number, cur: number, prev: number, cost: number, nowUs: number): number {
+  let at: number;
+  if (cur + cost <= limit) {
+    // Later in this window, once enough of the previous window has slid out.
+    let e = Math.max(0, Math.ceil(w - ((limit - cur - cost) * w) / prev));
+    while (prev * (w - e) + (cur + cost) * w > limit * w) e++;
+    at = start + e;
+  } else {
+    // In the next window, where the current count becomes the weighted previous one.
+    let e = Math.max(0, Math.ceil(w - ((limit - cost) * w) / cur));
+    while (cur * (w - e) + cost * w > limit * w) e++;
+    at = start + w + e;
+  }
+  return Math.max(1, Math.ceil(at - nowUs / 1000));
+}
+
+/** Sliding log: ascending µs timestamps, one per admitted cost unit. */
+const slidingLog: Algorithm = {
+  width: 1,
+  evaluate(p, _s, _o, log, now, cost, out, i) {
+    const entries = log!;
+    const size = p.windowMs * 1000;
+    const at = entries.length > 0 ? Math.max(now, entries[entries.length - 1]!) : now;
+    prune(entries, at - size);
+    const count = entries.length;
+    const fits = count + cost <= p.limit;
+    out[i] = fits ? 1 : 0;
+    out[i + 1] = p.limit - count;
+    out[i + 2] = count > 0 ? ceilMs(entries[count - 1]! + size) : ceilMs(now);
+    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : ceilMs(entries[count + cost - p.limit - 1]! + size - now);
+    return fits;
+  },
+  commit(p, _s, _o, log, now, cost, out, i) {
+    const entries = log!;
+    const at = entries.length > 0 ? Math.max(now, entries[entries.length - 1]!) : now;
+    for (let k = 0; k < cost; k++) entries.push(at);
+    out[i + 1] = p.limit - entries.length;
+    out[i + 2] = ceilMs(at + p.windowMs * 1000);
+    return at + p.windowMs * 1000;
+  },
+  refund(p, _s, _o, log, _now, cost) {
+    const entries = log!;
+    entries.length = Math.max(0, entries.length - cost);
+    return entries.length > 0 ? entries[entries.length - 1]! + p.windowMs * 1000 : 0;
+  },
+};
+
+function prune(entries: number[], cutoff: number): void {
+  let k = 0;
+  while (k < entries.length && entries[k]! <= cutoff) k++;
+  if (k > 0) entries.splice(0, k);
+}
+
+/** Microseconds per token of a token bucket, an exact integer. */
+export function intervalUs(p: Policy): number {
+  return Math.round(p.intervalMs * 1000);
+}
+
+export const ALGORITHMS: Readonly<Record<PolicyKind, Algorithm>> = {
+  "token-bucket": tokenBucket,
+  "fixed-window": fixedWindow,
+  "sliding-window": slidingWindow,
+  "sliding-log": slidingLog,
+};
+
+/** Converts an epoch-ms clock reading into the integer µs the algorithms use. */
+export function toMicros(nowMs: number): number {
+  return Math.floor(nowMs * 1000);
+}

@@ -1,0 +1,27 @@
+/**
+ * @module
+ * Floodgate's engine: four rate-limiting algorithms behind one limiter and one store contract.
+ */
+export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
+export { parseDuration, type Duration } from "./duration.ts";
+export {
+  fixedWindow,
+  isPolicy,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+  type Policy,
+  type PolicyKind,
+  type TokenBucketOptions,
+  type WindowPolicyOptions,
+} from "./policies.ts";
+export type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+export { memoryStore, type MemoryStore, type MemoryStoreOptions } from "./memory-store.ts";
+export {
+  createRateLimiter,
+  type Decision,
+  type LimitOptions,
+  type PolicyDecision,
+  type RateLimiter,
+  type RateLimiterOptions,
+} from "./limiter.ts";

@@ -1,0 +1,245 @@
+import * as z from "zod/mini";
+import { FIELDS_PER_POLICY, NEVER } from "./algorithms.ts";
+import { describeValue, FloodgateError } from "./errors.ts";
+import { memoryStore } from "./memory-store.ts";
+import { isPolicy, type Policy } from "./policies.ts";
+import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+import { parseOptions } from "./validation.ts";
+
+/** One policy's figures within a {@link Decision}. */
+export interface PolicyDecision {
+  /** The policy's name. */
+  readonly policy: string;
+  /** Whether this policy alone admits the request. */
+  readonly allowed: boolean;
+  /** The policy's limit (a token bucket's capacity). */
+  readonly limit: number;
+  /** Whole units left after this request (as things stand, when nothing was charged). Never negative. */
+  readonly remaining: number;
+  /** Epoch ms when this policy's quota is fully restored (see each policy factory). */
+  readonly resetAt: number;
+  /** 0 when this policy admits; else ms until it would; `Infinity` when the cost exceeds its limit. */
+  readonly retryAfterMs: number;
+}
+
+/**
+ * The answer to `limit()` or `peek()`. The top-level figures are those of the binding policy:
+ * when denied, the denying policy with the longest wait; when allowed, the one with the fewest
+ * units remaining.
+ */
+export interface Decision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+  /** 0 when allowed; else the exact ms until the same request would be allowed (`Infinity`: never). */
+  readonly retryAfterMs: number;
+  /** Name of the binding policy. */
+  readonly policy: string;
+  /** Every policy's own figures, in the order the policies were given. */
+  readonly policies: readonly PolicyDecision[];
+}
+
+/** Options of {@link createRateLimiter}. */
+export interface RateLimiterOptions {
+  /** One policy, or several that must all admit a request (checked and charged atomically). */
+  policy: Policy | readonly Policy[];
+  /** Where state lives; default a new {@link memoryStore}. */
+  store?: RateLimitStore;
+  /** Namespace of this limiter's keys in the store (default `"fg:"`); no `{`, `}` or NUL. */
+  prefix?: string;
+  /** Epoch milliseconds; default `Date.now`. Stores on server time (Redis) ignore it. */
+  clock?: () => number;
+}
+
+/** Options of one `limit()` call. */
+export interface LimitOptions {
+  /** Units this request costs (default 1): a whole number >= 1, charged whole or not at all. */
+  cost?: number;
+}
+
+/** A rate limiter over one or more policies and one store. */
+export interface RateLimiter {
+  /** Decides for `key` and charges `cost` when every policy admits it; a denial charges nothing. */
+  limit(key: string, options?: LimitOptions): Promise<Decision>;
+  /** The decision a request of cost 1 would get now, charging nothing. */
+  peek(key: string): Promise<Decision>;
+  /** Gives back `cost` units (e.g. for a request that should not have counted), never below empty. */
+  refund(key: string, options?: LimitOptions): Promise<void>;
+  /** Clears exactly this key's state and nothing else. */
+  reset(key: string): Promise<void>;
+  readonly policies: readonly Policy[];
+  readonly store: RateLimitStore;
+  readonly prefix: string;
+}
+
+const PREFIX_PATTERN = /^[^{}\u0000]{0,128}$/;
+const optionsSchema = z.strictObject({
+  policy: z.any(),
+  store: z.optional(z.any()),
+  prefix: z.optional(z.string().check(z.regex(PREFIX_PATTERN))),
+  clock: z.optional(z.any()),
+});
+const ACCEPTED = {
+  policy: "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them with unique names",
+  store: "a store such as memoryStore(), upstashStore() or redisStore()",
+  prefix: "a string of at most 128 characters without {, } or NUL",
+  clock: "a function returning epoch milliseconds",
+};
+
+/**
+ * Creates a rate limiter. Several policies (e.g. 10 per second AND 1000 per day) are checked in
+ * one atomic store step: a request is admitted only when all admit it, and a denial charges none.
+ *
+ * @param options.policy - one policy or an array of them
+ * @param options.store - default `memoryStore()`
+ * @param options.prefix - key namespace, default `"fg:"`
+ * @param options.clock - epoch-ms clock, default `Date.now`
+ * @example
+ * const limiter = createRateLimiter({ policy: [tokenBucket({ capacity: 10, refillRate: 1 }), fixedWindow({ limit: 1000, window: "1d" })] });
+ * const decision = await limiter.limit("user:42");
+ * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
+ */
+export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
+  const o = parseOptions(optionsSchema, options, "createRateLimiter()", ACCEPTED);
+  const policies = Object.freeze(Array.isArray(o.policy) ? [...o.policy] : [o.policy]) as readonly Policy[];
+  if (policies.length === 0 || !policies.every(isPolicy)) {
+    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`policy\`: received ${describeValue(o.policy)}; expected ${ACCEPTED.policy}.`);
+  }
+  const names = new Set(policies.map((p) => p.name));
+  if (names.size !== policies.length) {
+    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`policy\`: two policies share a name (${policies.map((p) => p.name).join(", ")}); give each a distinct \`name\`.`);
+  }
+  const store = (o.store ?? memoryStore()) as RateLimitStore;
+  if (typeof store !== "object" || store === null || typeof store.consume !== "function") {
+    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`store\`: received ${describeValue(o.store)}; expected ${ACCEPTED.store}.`);
+  }
+  if (o.clock !== undefined && typeof o.clock !== "function") {
+    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`clock\`: received ${describeValue(o.clock)}; expected ${ACCEPTED.clock}.`);
+  }
+  const clock = (o.clock as (() => number) | undefined) ?? Date.now;
+  const set: PolicySet = Object.freeze({ prefix: o.prefix ?? "fg:", policies });
+  const single = policies.length === 1 ? policies[0]! : undefined;
+
+  const toDecision = (result: StoreResult): Decision =>
+    single !== undefined ? new SingleDecision(result, single) : new MultiDecision(result, policies);
+
+  return Object.freeze({
+    policies,
+    store,
+    prefix: set.prefix,
+    async limit(key: string, options?: LimitOptions): Promise<Decision> {
+      checkKey(key);
+      const cost = options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
+      return toDecision(await store.consume(set, key, cost, clock()));
+    },
+    async peek(key: string): Promise<Decision> {
+      checkKey(key);
+      return toDecision(await store.peek(set, key, clock()));
+    },
+    async refund(key: string, options?: LimitOptions): Promise<void> {
+      checkKey(key);
+      const cost = options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
+      await store.refund(set, key, cost, clock());
+    },
+    async reset(key: string): Promise<void> {
+      checkKey(key);
+      await store.reset(set, key);
+    },
+  });
+}
+
+function checkKey(key: unknown): void {
+  if (typeof key !== "string" || key.length === 0 || key.length > 1024 || key.charCodeAt(0) === 0) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid key: received ${describeValue(key)}; expected a non-empty string of at most 1024 characters not starting with NUL.`,
+    );
+  }
+}
+
+function checkCost(cost: unknown): number {
+  if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 1 || cost > Number.MAX_SAFE_INTEGER) {
+    throw new FloodgateError("INVALID_ARGUMENT", `Invalid cost: received ${describeValue(cost)}; expected a whole number >= 1.`);
+  }
+  return cost;
+}
+
+const retryOf = (raw: number): number => (raw === NEVER ? Infinity : raw);
+
+/** A decision over one policy: reads the store's numbers directly, builds `policies` on demand. */
+class SingleDecision implements Decision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+  readonly retryAfterMs: number;
+  readonly policy: string;
+  #policies: readonly PolicyDecision[] | undefined;
+
+  constructor(result: StoreResult, policy: Policy) {
+    this.allowed = result[0] === 1;
+    this.limit = policy.limit;
+    this.remaining = result[2]!;
+    this.resetAt = result[3]!;
+    this.retryAfterMs = this.allowed ? 0 : retryOf(result[4]!);
+    this.policy = policy.name;
+  }
+
+  get policies(): readonly PolicyDecision[] {
+    return (this.#policies ??= Object.freeze([Object.freeze({
+      policy: this.policy,
+      allowed: this.allowed,
+      limit: this.limit,
+      remaining: this.remaining,
+      resetAt: this.resetAt,
+      retryAfterMs: this.retryAfterMs,
+    })]));
+  }
+
+  toJSON(): object {
+    return { ...this, policies: this.policies };
+  }
+}
+
+class MultiDecision implements Decision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+  readonly retryAfterMs: number;
+  readonly policy: string;
+  readonly policies: readonly PolicyDecision[];
+
+  constructor(result: StoreResult, policies: readonly Policy[]) {
+    this.allowed = result[0] === 1;
+    const all: PolicyDecision[] = [];
+    let binding = 0;
+    for (let p = 0; p < policies.length; p++) {
+      const i = 1 + p * FIELDS_PER_POLICY;
+      const admitted = result[i] === 1;
+      all.push(Object.freeze({
+        policy: policies[p]!.name,
+        allowed: admitted,
+        limit: policies[p]!.limit,
+        remaining: result[i + 1]!,
+        resetAt: result[i + 2]!,
+        retryAfterMs: admitted ? 0 : retryOf(result[i + 3]!),
+      }));
+      const current = all[binding]!;
+      const candidate = all[p]!;
+      if (this.allowed) {
+        if (candidate.remaining < current.remaining) binding = p;
+      } else if (!candidate.allowed && (current.allowed || candidate.retryAfterMs > current.retryAfterMs)) {
+        binding = p;
+      }
+    }
+    const chosen = all[binding]!;
+    this.limit = chosen.limit;
+    this.remaining = chosen.remaining;
+    this.resetAt = chosen.resetAt;
+    this.retryAfterMs = this.allowed ? 0 : chosen.retryAfterMs;
+    this.policy = chosen.policy;
+    this.policies = Object.freeze(all);
+  }
+}

@@ -1,0 +1,317 @@
+import * as z from "zod/mini";
+import { ALGORITHMS, FIELDS_PER_POLICY, toMicros, type Algorithm } from "./algorithms.ts";
+import { FloodgateError } from "./errors.ts";
+import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+import { parseOptions } from "./validation.ts";
+
+/** Options of {@link memoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * Most identifiers held at once (default 100,000, about 10 MB). When full, expired entries go
+   * first, then the least recently used.
+   */
+  maxKeys?: number;
+}
+
+/** The embedded store: bounded, synchronous, with no timer and no work at import time. */
+export interface MemoryStore extends RateLimitStore {
+  readonly name: "memory";
+  /** Identifiers currently held. */
+  readonly size: number;
+  dispose(): void;
+}
+
+const DEFAULT_MAX_KEYS = 100_000;
+/** A map value packs a slot number and a layout id: slot × LAYOUTS + layout. */
+const LAYOUTS = 256;
+const MAX_KEYS = Math.floor(2 ** 31 / LAYOUTS) - 1;
+/** Per slot, before the policies' state: expiry (µs) and the recency stamp. */
+const HEADER = 2;
+
+const optionsSchema = z.strictObject({ maxKeys: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(MAX_KEYS))) });
+
+/**
+ * The state of every key that shares one sequence of policy kinds, in one growable
+ * Float64Array: a slot is [expiresAtUs, stamp, ...state of each policy].
+ */
+class Layout {
+  readonly width: number;
+  readonly offsets: number[];
+  readonly algorithms: Algorithm[];
+  /** Offsets (within a slot) that hold a sliding log's reference. */
+  readonly logOffsets: number[];
+  data: Float64Array;
+  capacity = 16;
+  top = 0;
+  readonly free: number[] = [];
+  /** A zeroed slot, evaluated for keys that have no state yet (nothing is allocated for a denial). */
+  readonly blank: Float64Array;
+
+  constructor(readonly id: number, set: PolicySet) {
+    let width = HEADER;
+    this.offsets = [];
+    this.algorithms = [];
+    this.logOffsets = [];
+    for (const policy of set.policies) {
+      const algorithm = ALGORITHMS[policy.kind];
+      this.offsets.push(width);
+      this.algorithms.push(algorithm);
+      if (policy.kind === "sliding-log") this.logOffsets.push(width);
+      width += algorithm.width;
+    }
+    this.width = width;
+    this.data = new Float64Array(this.capacity * width);
+    this.blank = new Float64Array(width);
+  }
+
+  allocate(): number {
+    const slot = this.free.length > 0 ? this.free.pop()! : this.top++;
+    if (slot >= this.capacity) {
+      this.capacity *= 2;
+      const grown = new Float64Array(this.capacity * this.width);
+      grown.set(this.data);
+      this.data = grown;
+    }
+    this.data.fill(0, slot * this.width, (slot + 1) * this.width);
+    return slot;
+  }
+}
+
+/**
+ * Creates the in-memory store: the default when a limiter is given none. Safe at global scope on
+ * edge runtimes (no timer, no I/O); expired entries are swept lazily, only when the store is full.
+ *
+ * @param options.maxKeys - most identifiers held (default 100,000)
+ * @example
+ * const limiter = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }), store: memoryStore({ maxKeys: 50_000 }) });
+ */
+export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  const { maxKeys = DEFAULT_MAX_KEYS } = parseOptions(optionsSchema, options, "memoryStore()", {
+    maxKeys: `a whole number from 1 to ${MAX_KEYS}`,
+  });
+  return new MemoryStoreImpl(maxKeys);
+}
+
+class MemoryStoreImpl implements MemoryStore {
+  readonly name = "memory" as const;
+  readonly ownsClock = false;
+  /** Full key → slot × LAYOUTS + layout id, in (approximate) least-recently-used order. */
+  #keys = new Map<string, number>();
+  #layouts: Layout[] = [];
+  #layoutBySignature = new Map<string, Layout>();
+  #layoutBySet = new WeakMap<PolicySet, Layout>();
+  #lastSet: PolicySet | undefined;
+  #lastLayout: Layout | undefined;
+  /** Key prefix per namespace: the first namespace uses keys as they are. */
+  #namespaces = new Map<string, string>();
+  #lastPrefix: string | undefined;
+  #lastNamespace = "";
+  #logs: (number[] | undefined)[] = [];
+  #freeLogs: number[] = [];
+  /** Incremented whenever an entry moves to the recent end of the map. */
+  #tick = 0;
+  #sinceSweep: number;
+  readonly #maxKeys: number;
+  readonly #sweepEvery: number;
+  readonly #touchAfter: number;
+
+  constructor(maxKeys: number) {
+    this.#maxKeys = maxKeys;
+    this.#sweepEvery = Math.max(1, maxKeys >> 3);
+    this.#sinceSweep = this.#sweepEvery;
+    this.#touchAfter = maxKeys >> 1;
+  }
+
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  consume(set: PolicySet, key: string, cost: number, nowMs: number): StoreResult {
+    return this.#decide(set, key, cost, nowMs, true);
+  }
+
+  peek(set: PolicySet, key: string, nowMs: number): StoreResult {
+    return this.#decide(set, key, 1, nowMs, false);
+  }
+
+  refund(set: PolicySet, key: string, cost: number, nowMs: number): void {
+    const layout = this.#layout(set);
+    const fullKey = this.#fullKey(set.prefix, key);
+    const ref = this.#keys.get(fullKey);
+    if (ref === undefined || ref % LAYOUTS !== layout.id) return;
+    const now = toMicros(nowMs);
+    const base = ((ref - layout.id) / LAYOUTS) * layout.width;
+    const data = layout.data;
+    let expiry = 0;
+    for (let p = 0; p < layout.algorithms.length; p++) {
+      const o = base + layout.offsets[p]!;
+      const e = layout.algorithms[p]!.refund(set.policies[p]!, data, o, this.#log(set, p, data, o), now, cost);
+      if (e > expiry) expiry = e;
+    }
+    data[base] = expiry;
+  }
+
+  reset(set: PolicySet, key: string): void {
+    const fullKey = this.#fullKey(set.prefix, key);
+    const ref = this.#keys.get(fullKey);
+    if (ref === undefined) return;
+    this.#keys.delete(fullKey);
+    this.#release(ref);
+  }
+
+  dispose(): void {
+    this.#keys.clear();
+    this.#layouts = [];
+    this.#layoutBySignature.clear();
+    this.#layoutBySet = new WeakMap();
+    this.#lastSet = this.#lastLayout = undefined;
+    this.#logs = [];
+    this.#freeLogs = [];
+  }
+
+  #decide(set: PolicySet, key: string, cost: number, nowMs: number, charge: boolean): StoreResult {
+    const layout = this.#layout(set);
+    const fullKey = this.#fullKey(set.prefix, key);
+    const now = toMicros(nowMs);
+    let ref = this.#keys.get(fullKey);
+    if (ref !== undefined && ref % LAYOUTS !== layout.id) {
+      // The same key under another policy layout: a reconfigured limiter starts afresh.
+      this.#keys.delete(fullKey);
+      this.#release(ref);
+      ref = undefined;
+    }
+    let data: Float64Array;
+    let base: number;
+    if (ref === undefined) {
+      data = layout.blank;
+      data.fill(0);
+      base = 0;
+    } else {
+      data = layout.data;
+      base = ((ref - layout.id) / LAYOUTS) * layout.width;
+      this.#touch(fullKey, ref, data, base);
+    }
+    const policies = set.policies;
+    const count = policies.length;
+    const out: number[] = count === 1 ? [0, 0, 0, 0, 0] : new Array<number>(1 + count * FIELDS_PER_POLICY).fill(0);
+    let allowed = 1;
+    for (let p = 0; p < count; p++) {
+      const o = base + layout.offsets[p]!;
+      const log = ref === undefined ? (layout.logOffsets.length > 0 ? [] : undefined) : this.#log(set, p, data, o);
+      if (!layout.algorithms[p]!.evaluate(policies[p]!, data, o, log, now, cost, out, 1 + p * FIELDS_PER_POLICY)) allowed = 0;
+    }
+    out[0] = allowed;
+    if (allowed === 0 || !charge) return out;
+
+    if (ref === undefined) {
+      ref = this.#insert(fullKey, layout, now);
+      data = layout.data;
+      base = ((ref - layout.id) / LAYOUTS) * layout.width;
+    }
+    let expiry = 0;
+    for (let p = 0; p < count; p++) {
+      const o = base + layout.offsets[p]!;
+      const e = layout.algorithms[p]!.commit(policies[p]!, data, o, this.#log(set, p, data, o), now, cost, out, 1 + p * FIELDS_PER_POLICY);
+      if (e > expiry) expiry = e;
+    }
+    data[base] = expiry;
+    return out;
+  }
+
+  /** Moves an entry to the recent end, but only once it has aged past half the capacity. */
+  #touch(fullKey: string, ref: number, data: Float64Array, base: number): void {
+    if (this.#tick - data[base + 1]! <= this.#touchAfter) return;
+    this.#keys.delete(fullKey);
+    this.#keys.set(fullKey, ref);
+    data[base + 1] = ++this.#tick;
+  }
+
+  #insert(fullKey: string, layout: Layout, now: number): number {
+    if (this.#keys.size >= this.#maxKeys) this.#makeRoom(now);
+    const slot = layout.allocate();
+    const ref = slot * LAYOUTS + layout.id;
+    layout.data[slot * layout.width + 1] = ++this.#tick;
+    this.#keys.set(fullKey, ref);
+    this.#sinceSweep++;
+    return ref;
+  }
+
+  /** Expired entries first (a full sweep, at most once per maxKeys/8 insertions), then the oldest. */
+  #makeRoom(now: number): void {
+    if (this.#sinceSweep >= this.#sweepEvery) {
+      this.#sinceSweep = 0;
+      for (const [fullKey, ref] of this.#keys) {
+        const layout = this.#layouts[ref % LAYOUTS]!;
+        if (layout.data[((ref - layout.id) / LAYOUTS) * layout.width]! <= now) {
+          this.#keys.delete(fullKey);
+          this.#release(ref);
+        }
+      }
+    }
+    while (this.#keys.size >= this.#maxKeys) {
+      const [oldestKey, oldestRef] = this.#keys.entries().next().value as [string, number];
+      this.#keys.delete(oldestKey);
+      this.#release(oldestRef);
+    }
+  }
+
+  #release(ref: number): void {
+    const layout = this.#layouts[ref % LAYOUTS]!;
+    const slot = (ref - layout.id) / LAYOUTS;
+    for (const offset of layout.logOffsets) {
+      const index = layout.data[slot * layout.width + offset]!;
+      if (index > 0) {
+        this.#logs[index - 1] = undefined;
+        this.#freeLogs.push(index - 1);
+      }
+    }
+    layout.free.push(slot);
+  }
+
+  /** The sliding log of policy `p`, created on first use; undefined for other kinds. */
+  #log(set: PolicySet, p: number, data: Float64Array, o: number): number[] | undefined {
+    if (set.policies[p]!.kind !== "sliding-log") return undefined;
+    const index = data[o]!;
+    if (index > 0) return this.#logs[index - 1]!;
+    const log: number[] = [];
+    const free = this.#freeLogs.pop();
+    const at = free ?? this.#logs.length;
+    this.#logs[at] = log;
+    data[o] = at + 1;
+    return log;
+  }
+
+  #layout(set: PolicySet): Layout {
+    if (set === this.#lastSet) return this.#lastLayout!;
+    let layout = this.#layoutBySet.get(set);
+    if (layout === undefined) {
+      const signature = set.policies.map((p) => p.kind).join(",");
+      layout = this.#layoutBySignature.get(signature);
+      if (layout === undefined) {
+        if (this.#layouts.length >= LAYOUTS) {
+          throw new FloodgateError("INVALID_ARGUMENT", `memoryStore(): more than ${LAYOUTS} distinct combinations of policy kinds in one store; share policy sets or use more stores.`);
+        }
+        layout = new Layout(this.#layouts.length, set);
+        this.#layouts.push(layout);
+        this.#layoutBySignature.set(signature, layout);
+      }
+      this.#layoutBySet.set(set, layout);
+    }
+    this.#lastSet = set;
+    this.#lastLayout = layout;
+    return layout;
+  }
+
+  #fullKey(prefix: string, key: string): string {
+    if (prefix === this.#lastPrefix) return this.#lastNamespace === "" ? key : this.#lastNamespace + key;
+    let namespace = this.#namespaces.get(prefix);
+    if (namespace === undefined) {
+      // Keys may not start with NUL (the limiter rejects them), so no key of one namespace can spell another's.
+      namespace = this.#namespaces.size === 0 ? "" : `\u0000${this.#namespaces.size}\u0000`;
+      this.#namespaces.set(prefix, namespace);
+    }
+    this.#lastPrefix = prefix;
+    this.#lastNamespace = namespace;
+    return namespace === "" ? key : namespace + key;
+  }
+}

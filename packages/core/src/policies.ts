@@ -1,0 +1,167 @@
+import * as z from "zod/mini";
+import { formatDuration, parseDuration, type Duration } from "./duration.ts";
+import { FloodgateError } from "./errors.ts";
+import { parseOptions } from "./validation.ts";
+
+/** The four algorithms Floodgate implements. */
+export type PolicyKind = "token-bucket" | "sliding-window" | "fixed-window" | "sliding-log";
+
+/**
+ * A validated, immutable rate-limit policy. Build one with {@link tokenBucket},
+ * {@link slidingWindow}, {@link fixedWindow} or {@link slidingLog}.
+ */
+export interface Policy {
+  readonly kind: PolicyKind;
+  /** Unique within a limiter; appears in `Decision.policy` and in the IETF `RateLimit` headers. */
+  readonly name: string;
+  /** Requests (or cost units) allowed: the window's limit, or the bucket's capacity. */
+  readonly limit: number;
+  /** Window length in ms; for a token bucket, the time to refill from empty to full. */
+  readonly windowMs: number;
+  /** Token bucket only: tokens added per second. 0 for the window algorithms. */
+  readonly refillRate: number;
+  /**
+   * Token bucket only: ms to earn one token, `1000 / refillRate` rounded to whole microseconds
+   * (so the state is an exact integer everywhere). 0 for the window algorithms.
+   */
+  readonly intervalMs: number;
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
+const NAME_ACCEPTED = "1 to 64 characters from A-Z a-z 0-9 . _ : / -";
+const POSITIVE_INT = "a whole number >= 1";
+const REFILL_ACCEPTED = "tokens per second: a finite number > 0 and <= 1000000";
+const WINDOW_ACCEPTED = 'milliseconds (a whole number >= 1) or a duration string such as "500ms", "10s", "1m", "1h", "1d"';
+
+/** Keeps the sliding-window arithmetic exact in doubles (and in Redis's Lua). */
+const MAX_LIMIT_TIMES_WINDOW = 2 ** 50;
+
+const nameSchema = z.optional(z.string().check(z.regex(NAME_PATTERN)));
+const limitSchema = z.number().check(z.int(), z.minimum(1));
+const windowSchema = z.union([z.number(), z.string()]);
+
+const tokenBucketSchema = z.strictObject({
+  capacity: limitSchema,
+  refillRate: z.number().check(z.positive(), z.maximum(1_000_000)),
+  name: nameSchema,
+});
+const windowPolicySchema = z.strictObject({ limit: limitSchema, window: windowSchema, name: nameSchema });
+
+/** Options of {@link tokenBucket}. */
+export interface TokenBucketOptions {
+  /** Maximum tokens the bucket holds: the largest burst admitted at once. */
+  capacity: number;
+  /** Tokens added per second, continuously (fractions allowed: `100 / 60` is 100 per minute). */
+  refillRate: number;
+  /** Policy name; default `"<capacity>-burst-<refillRate>-per-s"`. */
+  name?: string;
+}
+
+/** Options of the window policies. */
+export interface WindowPolicyOptions {
+  /** Requests (cost units) admitted per window. */
+  limit: number;
+  /** Window length: milliseconds or a string such as `"10s"`, `"1m"`. */
+  window: Duration;
+  /** Policy name; default `"<limit>-per-<window>"`, e.g. `"100-per-1m"`. */
+  name?: string;
+}
+
+/**
+ * A token bucket of `capacity` tokens refilled continuously at `refillRate` tokens per second
+ * (stored as one theoretical-arrival time, GCRA-style). Admits bursts up to `capacity`, then
+ * `refillRate` per second. `resetAt` is when the bucket is full again.
+ *
+ * @example
+ * const burst = tokenBucket({ capacity: 100, refillRate: 10 }); // 100 at once, then 10/s
+ */
+export function tokenBucket(options: TokenBucketOptions): Policy {
+  const o = parseOptions(tokenBucketSchema, options, "tokenBucket()", {
+    capacity: POSITIVE_INT,
+    refillRate: REFILL_ACCEPTED,
+    name: NAME_ACCEPTED,
+  });
+  const intervalUs = Math.max(1, Math.round(1_000_000 / o.refillRate));
+  const intervalMs = intervalUs / 1000;
+  return Object.freeze({
+    kind: "token-bucket" as const,
+    name: o.name ?? `${o.capacity}-burst-${+o.refillRate.toFixed(6)}-per-s`,
+    limit: o.capacity,
+    windowMs: (o.capacity * intervalUs) / 1000,
+    refillRate: o.refillRate,
+    intervalMs,
+  });
+}
+
+/**
+ * A sliding-window counter: the current fixed window's count plus the previous window's count
+ * weighted by how much of it still overlaps the sliding window. Two numbers per key; admits at
+ * most `limit` per aligned window and fewer than `2 × limit` in any window-long interval.
+ * `resetAt` is when both counted windows have passed.
+ *
+ * @example
+ * const perMinute = slidingWindow({ limit: 100, window: "1m" });
+ */
+export function slidingWindow(options: WindowPolicyOptions): Policy {
+  return windowPolicy("sliding-window", "slidingWindow()", options);
+}
+
+/**
+ * A fixed window: windows aligned to multiples of `window` since the Unix epoch, each admitting
+ * `limit`. Cheapest, but admits up to `2 × limit` across a window boundary. `resetAt` is the
+ * end of the current window.
+ *
+ * @example
+ * const daily = fixedWindow({ limit: 1000, window: "1d" });
+ */
+export function fixedWindow(options: WindowPolicyOptions): Policy {
+  return windowPolicy("fixed-window", "fixedWindow()", options);
+}
+
+/**
+ * A sliding log: one timestamp per admitted request (per cost unit); exact — never more than
+ * `limit` in any window-long interval — at a memory cost proportional to `limit`. `resetAt` is
+ * when the newest logged request leaves the window.
+ *
+ * @example
+ * const login = slidingLog({ limit: 5, window: "1m" });
+ */
+export function slidingLog(options: WindowPolicyOptions): Policy {
+  return windowPolicy("sliding-log", "slidingLog()", options);
+}
+
+function windowPolicy(kind: PolicyKind, where: string, options: WindowPolicyOptions): Policy {
+  const o = parseOptions(windowPolicySchema, options, where, {
+    limit: POSITIVE_INT,
+    window: WINDOW_ACCEPTED,
+    name: NAME_ACCEPTED,
+  });
+  let windowMs: number;
+  try {
+    windowMs = parseDuration(o.window, "window");
+  } catch (error) {
+    throw new FloodgateError("INVALID_OPTION", `${where}: ${(error as Error).message}`);
+  }
+  if (o.limit * windowMs > MAX_LIMIT_TIMES_WINDOW) {
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `${where}: \`limit\` × \`window\` is too large (${o.limit} × ${windowMs} ms); expected limit × window in ms <= ${MAX_LIMIT_TIMES_WINDOW}.`,
+    );
+  }
+  return Object.freeze({
+    kind,
+    name: o.name ?? `${o.limit}-per-${formatDuration(windowMs)}`,
+    limit: o.limit,
+    windowMs,
+    refillRate: 0,
+    intervalMs: 0,
+  });
+}
+
+const KINDS: ReadonlySet<string> = new Set<PolicyKind>(["token-bucket", "sliding-window", "fixed-window", "sliding-log"]);
+
+/** True when `value` is a policy built by one of the policy factories. */
+export function isPolicy(value: unknown): value is Policy {
+  return typeof value === "object" && value !== null && KINDS.has((value as Policy).kind) &&
+    typeof (value as Policy).limit === "number" && typeof (value as Policy).windowMs === "number";
+}

@@ -1,0 +1,46 @@
+import type { Policy } from "./policies.ts";
+
+/** A value or a promise of it: the memory store answers synchronously, Redis stores asynchronously. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * What a limiter hands a store with every call: its namespace and its policies. A limiter builds
+ * it once, so stores may cache work per set (a memory layout, a script's arguments).
+ */
+export interface PolicySet {
+  /** Namespace of the limiter's keys. Contains no `{`, `}` or NUL. */
+  readonly prefix: string;
+  /** One or more policies, checked together. */
+  readonly policies: readonly Policy[];
+}
+
+/**
+ * A store's answer: `[allowed, ...per policy (allowed, remaining, resetAt, retryAfterMs)]`,
+ * `allowed` as 1 or 0, times in epoch ms, `retryAfterMs` -1 when the cost exceeds that
+ * policy's limit. Flat numbers, because that is what a Redis script can return cheaply.
+ */
+export type StoreResult = readonly number[];
+
+/**
+ * The one store contract. A store evaluates every policy of a set for one key in ONE atomic step:
+ * when all admit `cost`, all are charged; when any denies, none is. Implementations: the memory
+ * store, the Upstash (HTTP) store and the TCP Redis store, all held to one contract test suite.
+ */
+export interface RateLimitStore {
+  /** Short name for logs and errors, e.g. `"memory"`, `"upstash"`, `"redis"`. */
+  readonly name: string;
+  /**
+   * True when the store reads time itself (a Redis server's clock) and ignores `nowMs`.
+   */
+  readonly ownsClock?: boolean;
+  /** Checks and, when every policy admits `cost`, charges it. */
+  consume(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<StoreResult>;
+  /** The same figures for a cost of 1, charging nothing. */
+  peek(set: PolicySet, key: string, nowMs: number): MaybePromise<StoreResult>;
+  /** Gives back up to `cost` units to every policy, never beyond an empty state. */
+  refund(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<void>;
+  /** Deletes exactly this key's state in this set, nothing else. */
+  reset(set: PolicySet, key: string): MaybePromise<void>;
+  /** Releases timers, connections or memory. The store is unusable afterwards. */
+  dispose?(): MaybePromise<void>;
+}
