@@ -22,7 +22,9 @@ export function parseOptions<T>(
   }
   const result = (schema as unknown as { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: core.$ZodIssue[] } } }).safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  // An unknown option (a typo such as `windowMS`) explains the other issues, so it is reported first.
+  const issues = result.error.issues;
+  const issue = issues.find((i) => i.code === "unrecognized_keys") ?? issues[0]!;
   throw new FloodgateError("INVALID_OPTION", `${where}: ${describeIssue(issue, input as Record<string, unknown>, accepted)}`);
 }
 

@@ -1,0 +1,168 @@
+/**
+ * Reference models: each algorithm written from its textbook definition, as plainly as possible,
+ * sharing no code with the engine. Times are integer milliseconds; a model answers whether a
+ * request of `cost` fits now, and `retryAfterMs` is found by brute force (the first whole
+ * millisecond at which the same request would fit), so an off-by-one in the engine's closed-form
+ * answers cannot hide.
+ */
+import type { Policy } from "../../packages/core/src/index.ts";
+
+export interface ModelAnswer {
+  allowed: boolean;
+  remaining: number;
+  retryAfterMs: number;
+}
+
+export interface Model {
+  /** Whether `cost` fits at `now`, without charging. */
+  fits(now: number, cost: number): boolean;
+  /** Units left at `now` (whole units, never negative). */
+  remaining(now: number): number;
+  charge(now: number, cost: number): void;
+}
+
+/** Token bucket as credit in microseconds: one token is `intervalUs` of credit. */
+export class TokenBucketModel implements Model {
+  private readonly interval: number;
+  private readonly full: number;
+  private credit: number;
+  private last = -Infinity;
+
+  constructor(private readonly policy: Policy) {
+    this.interval = Math.round(policy.intervalMs * 1000);
+    this.full = policy.limit * this.interval;
+    this.credit = this.full;
+  }
+
+  private creditAt(now: number): number {
+    if (this.last === -Infinity) return this.full;
+    return Math.min(this.full, this.credit + Math.max(0, now - this.last) * 1000);
+  }
+
+  fits(now: number, cost: number): boolean {
+    return cost <= this.policy.limit && this.creditAt(now) >= cost * this.interval;
+  }
+
+  remaining(now: number): number {
+    return Math.floor(this.creditAt(now) / this.interval);
+  }
+
+  charge(now: number, cost: number): void {
+    this.credit = this.creditAt(now) - cost * this.interval;
+    this.last = Math.max(this.last, now);
+  }
+}
+
+/** Fixed window: a count per aligned window index. */
+export class FixedWindowModel implements Model {
+  private readonly counts = new Map<number, number>();
+  constructor(private readonly policy: Policy) {}
+
+  private count(now: number): number {
+    return this.counts.get(Math.floor(now / this.policy.windowMs)) ?? 0;
+  }
+
+  fits(now: number, cost: number): boolean {
+    return this.count(now) + cost <= this.policy.limit;
+  }
+
+  remaining(now: number): number {
+    return this.policy.limit - this.count(now);
+  }
+
+  charge(now: number, cost: number): void {
+    const index = Math.floor(now / this.policy.windowMs);
+    this.counts.set(index, (this.counts.get(index) ?? 0) + cost);
+  }
+}
+
+/** Sliding-window counter: previous window's count weighted by its overlap, exact in rationals. */
+export class SlidingWindowModel implements Model {
+  private readonly counts = new Map<number, number>();
+  constructor(private readonly policy: Policy) {}
+
+  /** The estimate times W, so comparisons stay in integers. */
+  private scaledEstimate(now: number): number {
+    const w = this.policy.windowMs;
+    const index = Math.floor(now / w);
+    const elapsed = now - index * w;
+    return (this.counts.get(index - 1) ?? 0) * (w - elapsed) + (this.counts.get(index) ?? 0) * w;
+  }
+
+  fits(now: number, cost: number): boolean {
+    return this.scaledEstimate(now) + cost * this.policy.windowMs <= this.policy.limit * this.policy.windowMs;
+  }
+
+  remaining(now: number): number {
+    const w = this.policy.windowMs;
+    return Math.max(0, Math.floor((this.policy.limit * w - this.scaledEstimate(now)) / w));
+  }
+
+  charge(now: number, cost: number): void {
+    const index = Math.floor(now / this.policy.windowMs);
+    this.counts.set(index, (this.counts.get(index) ?? 0) + cost);
+  }
+}
+
+/** Sliding log: every admitted unit's timestamp; the window is (now - W, now]. */
+export class SlidingLogModel implements Model {
+  private readonly log: number[] = [];
+  constructor(private readonly policy: Policy) {}
+
+  private inWindow(now: number): number {
+    return this.log.filter((t) => t > now - this.policy.windowMs).length;
+  }
+
+  fits(now: number, cost: number): boolean {
+    return this.inWindow(now) + cost <= this.policy.limit;
+  }
+
+  remaining(now: number): number {
+    return this.policy.limit - this.inWindow(now);
+  }
+
+  charge(now: number, cost: number): void {
+    for (let i = 0; i < cost; i++) this.log.push(now);
+  }
+}
+
+export function modelFor(policy: Policy): Model {
+  switch (policy.kind) {
+    case "token-bucket":
+      return new TokenBucketModel(policy);
+    case "fixed-window":
+      return new FixedWindowModel(policy);
+    case "sliding-window":
+      return new SlidingWindowModel(policy);
+    case "sliding-log":
+      return new SlidingLogModel(policy);
+  }
+}
+
+/** Several policies: admitted only when all fit; charged all or none. */
+export class MultiModel {
+  readonly models: Model[];
+  constructor(readonly policies: readonly Policy[]) {
+    this.models = policies.map(modelFor);
+  }
+
+  fits(now: number, cost: number): boolean {
+    return this.models.every((m) => m.fits(now, cost));
+  }
+
+  /** The first whole ms at which the request fits: found by scanning, no formula. */
+  retryAfterMs(now: number, cost: number): number {
+    if (this.policies.some((p) => cost > p.limit)) return Infinity;
+    for (let wait = 0; ; wait++) {
+      if (this.fits(now + wait, cost)) return wait;
+      if (wait > 10_000_000) throw new Error("model found no retry time");
+    }
+  }
+
+  limit(now: number, cost: number): { allowed: boolean; remaining: number[]; retryAfterMs: number } {
+    const allowed = this.fits(now, cost);
+    const retryAfterMs = allowed ? 0 : this.retryAfterMs(now, cost);
+    if (allowed) for (const m of this.models) m.charge(now, cost);
+    return { allowed, remaining: this.models.map((m) => m.remaining(now)), retryAfterMs };
+  }
+}
