@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// Fails when the architecture's direction is broken:
+// - packages/core imports no `node:*` module, no Node built-in and no framework (it must run on
+//   Node, Deno, Bun, workerd and in a browser);
+// - an adapter imports nothing of core but its public entry `@floodgate/core` (no deep imports,
+//   no relative paths out of its own package), and core never imports an adapter.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { join, relative, resolve } from "node:path";
+
+const root = resolve(import.meta.dirname, "..");
+const FRAMEWORKS = ["hono", "express", "koa", "@koa/router", "@hono/node-server"];
+const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+const IMPORT = /(?:^|[\s;])(?:import|export)\s[^"'`]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|require\(\s*["']([^"']+)["']\s*\)/g;
+
+function* sources(dir) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) yield* sources(path);
+    else if (/\.(ts|mts|js|mjs)$/.test(name)) yield path;
+  }
+}
+
+function imports(file) {
+  const text = readFileSync(file, "utf8");
+  const found = [];
+  for (const m of text.matchAll(IMPORT)) found.push(m[1] ?? m[2] ?? m[3]);
+  return found;
+}
+
+const problems = [];
+const packages = readdirSync(join(root, "packages"));
+for (const pkg of packages) {
+  const src = join(root, "packages", pkg, "src");
+  let files;
+  try {
+    files = [...sources(src)];
+  } catch {
+    continue;
+  }
+  for (const file of files) {
+    for (const spec of imports(file)) {
+      const where = `${relative(root, file)} imports "${spec}"`;
+      if (pkg === "core") {
+        if (NODE_BUILTINS.has(spec) || spec.startsWith("node:")) problems.push(`${where}: core must not import Node built-ins`);
+        if (FRAMEWORKS.some((f) => spec === f || spec.startsWith(`${f}/`))) problems.push(`${where}: core must not import a framework`);
+        if (spec.startsWith("@floodgate/")) problems.push(`${where}: core must not import an adapter`);
+      } else {
+        if (spec.startsWith("@floodgate/core/")) problems.push(`${where}: adapters may import only the public entry "@floodgate/core"`);
+        if (spec.startsWith(".") && !resolve(file, "..", spec).startsWith(join(root, "packages", pkg))) {
+          problems.push(`${where}: adapters may not reach outside their package`);
+        }
+      }
+    }
+  }
+}
+
+if (problems.length > 0) {
+  console.error(`Architecture check failed:\n- ${problems.join("\n- ")}`);
+  process.exit(1);
+}
+console.log(`Architecture check passed (${packages.length} packages).`);

@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+// `npm test`: every check the project has, in order, then one plain summary line
+// "N passed, N failed" (tests of every runner plus the build and package checks).
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dirname, "..");
+const tmp = join(root, ".tmp");
+mkdirSync(tmp, { recursive: true });
+const bin = (name) => join(root, "node_modules", ".bin", name);
+const packages = ["core", "hono", "express", "koa"].filter((p) => existsSync(join(root, "packages", p, "src", "index.ts")));
+
+let passed = 0;
+let failed = 0;
+const failures = [];
+
+function run(label, command, args, options = {}) {
+  console.log(`\n▶ ${label}`);
+  const started = Date.now();
+  const result = spawnSync(command, args, { cwd: options.cwd ?? root, stdio: "inherit", env: { ...process.env, ...options.env } });
+  const ok = result.status === 0;
+  console.log(`${ok ? "✔" : "✘"} ${label} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  return ok;
+}
+
+/** A check that counts as one test. */
+function check(label, command, args, options) {
+  if (run(label, command, args, options)) passed++;
+  else {
+    failed++;
+    failures.push(label);
+  }
+}
+
+/** A test runner whose own counts are read from a JSON report. */
+function suite(label, command, args, reportPath, count, options) {
+  rmSync(reportPath, { force: true });
+  const ok = run(label, command, args, options);
+  let counts;
+  try {
+    counts = count(JSON.parse(readFileSync(reportPath, "utf8")));
+  } catch {
+    counts = undefined;
+  }
+  if (!counts) {
+    failed++;
+    failures.push(`${label}: no report`);
+    return;
+  }
+  passed += counts.passed;
+  failed += counts.failed;
+  if (counts.failed > 0 || !ok) failures.push(`${label}: ${counts.failed} failed`);
+  if (!ok && counts.failed === 0) failed++;
+}
+
+check("typecheck (tsc)", bin("tsc"), ["-p", "tsconfig.json"]);
+check("architecture: core imports no node:* or framework; adapters use core's public entry", "node", ["scripts/check-boundaries.mjs"]);
+check("build (tsup: ESM + CJS + types)", "npm", ["run", "build", "--silent"]);
+for (const pkg of packages) {
+  const cwd = join(root, "packages", pkg);
+  check(`publint --strict @floodgate/${pkg}`, bin("publint"), ["--strict"], { cwd });
+  check(`attw --pack @floodgate/${pkg}`, bin("attw"), ["--pack", ".", "--profile", "node16"], { cwd });
+}
+check("deno check (core source)", bin("deno"), ["check", "packages/core/src/index.ts"]);
+
+const vitestReport = join(tmp, "vitest.json");
+suite(
+  "vitest (Node)",
+  bin("vitest"),
+  ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${vitestReport}`],
+  vitestReport,
+  (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) }),
+);
+
+if (failures.length > 0) console.log(`\nFailed: ${failures.join("; ")}`);
+console.log(`\n${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : 0);
