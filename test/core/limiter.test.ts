@@ -148,7 +148,7 @@ describe("prefixes share one store without colliding", () => {
 });
 
 describe("bad options are rejected at construction, naming the option, the value and what is accepted", () => {
-  it.each([
+  it.each<[() => unknown, ...string[]]>([
     [() => tokenBucket({ capacity: -1, refillRate: 1 }), "`capacity`", "received -1", "whole number >= 1"],
     [() => tokenBucket({ capacity: 10, refillRate: Number.NaN }), "`refillRate`", "NaN", "tokens per second"],
     [() => tokenBucket({ capacity: 10, refillRate: Infinity }), "`refillRate`", "Infinity", "<= 1000000"],
@@ -162,7 +162,7 @@ describe("bad options are rejected at construction, naming the option, the value
     [() => createRateLimiter({ policy: [] }), "`policy`", "an array of 0", "non-empty array"],
     [() => createRateLimiter({ policy: fixedWindow({ limit: 1, window: 1 }), prefix: "a{b}" }), "`prefix`", '"a{b}"', "without {, }"],
     [() => createRateLimiter({ policy: fixedWindow({ limit: 1, window: 1 }), clock: 5 as never }), "`clock`", "received 5", "function"],
-  ])("%#", (fn, ...fragments) => expectError(fn, "INVALID_OPTION", ...fragments));
+  ])("case %#", (fn, ...fragments) => expectError(fn, "INVALID_OPTION", ...fragments));
 
   it("parses durations", () => {
     expect(parseDuration("500ms")).toBe(500);
