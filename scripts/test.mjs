@@ -39,7 +39,7 @@ function suite(label, command, args, reportPath, count, options) {
   const ok = run(label, command, args, options);
   let counts;
   try {
-    counts = count(JSON.parse(readFileSync(reportPath, "utf8")));
+    counts = count(reportPath.endsWith(".json") ? JSON.parse(readFileSync(reportPath, "utf8")) : undefined);
   } catch {
     counts = undefined;
   }
@@ -72,6 +72,32 @@ suite(
   vitestReport,
   (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) }),
 );
+
+/** Counts `<testcase>` elements and those holding a `<failure>` or `<error>` in a JUnit report. */
+function junitCounts(xml) {
+  let passedCases = 0;
+  let failedCases = 0;
+  for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const body = m[2] ?? "";
+    if (/<skipped/.test(body)) continue;
+    if (/<(failure|error)\b/.test(body)) failedCases++;
+    else passedCases++;
+  }
+  return { passed: passedCases, failed: failedCases };
+}
+const junit = (path) => junitCounts(readFileSync(path, "utf8"));
+
+// The same suites, unchanged, on the other runtimes (Deno maps "vitest" to test/portable/vitest-on-deno.ts).
+const PORTABLE_SUITES = [
+  "test/core/algorithms.property.test.ts",
+  "test/core/limiter.test.ts",
+  "test/core/memory-store.test.ts",
+  "test/core/scenarios.test.ts",
+];
+const denoReport = join(tmp, "deno-junit.xml");
+suite("deno test (Deno)", bin("deno"), ["test", "-A", "--no-check", "--reporter=dot", `--junit-path=${denoReport}`, ...PORTABLE_SUITES], denoReport, () => junit(denoReport));
+const bunReport = join(tmp, "bun-junit.xml");
+suite("bun test (Bun)", bin("bun"), ["test", "--reporter=junit", `--reporter-outfile=${bunReport}`, ...PORTABLE_SUITES.map((f) => `./${f}`)], bunReport, () => junit(bunReport));
 
 if (failures.length > 0) console.log(`\nFailed: ${failures.join("; ")}`);
 console.log(`\n${passed} passed, ${failed} failed`);
