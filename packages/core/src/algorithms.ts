@@ -102,7 +102,8 @@ const slidingWindow: Algorithm = {
   evaluate(p, s, o, _log, now, cost, out, i) {
     const w = p.windowMs;
     const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
-    const [cur, prev] = rolled(s, o, index);
+    const cur = currentCount(s, o, index);
+    const prev = previousCount(s, o, index);
     const start = index * w;
     const elapsed = Math.max(0, Math.floor((now - start * 1000) / 1000));
     const budget = p.limit * w - prev * (w - elapsed);
@@ -116,7 +117,8 @@ const slidingWindow: Algorithm = {
   commit(p, s, o, _log, now, cost, out, i) {
     const w = p.windowMs;
     const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
-    const [cur, prev] = rolled(s, o, index);
+    const cur = currentCount(s, o, index);
+    const prev = previousCount(s, o, index);
     const start = index * w;
     const elapsed = Math.max(0, Math.floor((now - start * 1000) / 1000));
     s[o] = index;
@@ -129,7 +131,8 @@ const slidingWindow: Algorithm = {
   refund(p, s, o, _log, now, cost) {
     const w = p.windowMs;
     const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
-    const [cur, prev] = rolled(s, o, index);
+    const cur = currentCount(s, o, index);
+    const prev = previousCount(s, o, index);
     const fromCurrent = Math.min(cur, cost);
     s[o] = index;
     s[o + 1] = cur - fromCurrent;
@@ -138,10 +141,16 @@ const slidingWindow: Algorithm = {
   },
 };
 
-function rolled(s: Float64Array, o: number, index: number): [current: number, previous: number] {
-  if (s[o] === index) return [s[o + 1]!, s[o + 2]!];
-  if (s[o] === index - 1) return [0, s[o + 1]!];
-  return [0, 0];
+/** The current window's count once the state is rolled forward to window `index`. */
+function currentCount(s: Float64Array, o: number, index: number): number {
+  return s[o] === index ? s[o + 1]! : 0;
+}
+
+/** The previous window's count once the state is rolled forward to window `index`. */
+function previousCount(s: Float64Array, o: number, index: number): number {
+  if (s[o] === index) return s[o + 2]!;
+  if (s[o] === index - 1) return s[o + 1]!;
+  return 0;
 }
 
 /** The earliest whole millisecond at which `cost` fits, given the estimate's shape. */

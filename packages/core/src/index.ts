@@ -17,6 +17,9 @@ export {
 } from "./policies.ts";
 export type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
 export { memoryStore, type MemoryStore, type MemoryStoreOptions } from "./memory-store.ts";
+export { upstashStore, type UpstashRedisLike, type UpstashStoreOptions } from "./redis/upstash-store.ts";
+export { redisStore, type IORedisLike, type NodeRedisLike, type RedisStoreOptions } from "./redis/redis-store.ts";
+export type { RedisScriptStore, ScriptStoreOptions } from "./redis/script-store.ts";
 export {
   createRateLimiter,
   type Decision,
@@ -25,3 +28,4 @@ export {
   type RateLimiter,
   type RateLimiterOptions,
 } from "./limiter.ts";
+export * from "./http/index.ts";

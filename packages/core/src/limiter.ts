@@ -3,7 +3,7 @@ import { FIELDS_PER_POLICY, NEVER } from "./algorithms.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
 import { memoryStore } from "./memory-store.ts";
 import { isPolicy, type Policy } from "./policies.ts";
-import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
 import { parseOptions } from "./validation.ts";
 
 /** One policy's figures within a {@link Decision}. */
@@ -124,18 +124,33 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const toDecision = (result: StoreResult): Decision =>
     single !== undefined ? new SingleDecision(result, single) : new MultiDecision(result, policies);
 
+  /**
+   * A store that answers synchronously (the memory store) gets its decision wrapped in one
+   * resolved promise; `async`/`await` would cost two extra microtask turns per call.
+   */
+  const decide = (result: MaybePromise<StoreResult>): Promise<Decision> =>
+    Array.isArray(result) ? Promise.resolve(toDecision(result)) : Promise.resolve(result).then(toDecision);
+
   return Object.freeze({
     policies,
     store,
     prefix: set.prefix,
-    async limit(key: string, options?: LimitOptions): Promise<Decision> {
-      checkKey(key);
-      const cost = options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
-      return toDecision(await store.consume(set, key, cost, clock()));
+    limit(key: string, options?: LimitOptions): Promise<Decision> {
+      try {
+        checkKey(key);
+        const cost = options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
+        return decide(store.consume(set, key, cost, clock()));
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
-    async peek(key: string): Promise<Decision> {
-      checkKey(key);
-      return toDecision(await store.peek(set, key, clock()));
+    peek(key: string): Promise<Decision> {
+      try {
+        checkKey(key);
+        return decide(store.peek(set, key, clock()));
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
     async refund(key: string, options?: LimitOptions): Promise<void> {
       checkKey(key);

@@ -40,6 +40,8 @@ class Layout {
   readonly algorithms: Algorithm[];
   /** Offsets (within a slot) that hold a sliding log's reference. */
   readonly logOffsets: number[];
+  /** Per policy: whether it keeps a sliding log (only those need {@link MemoryStoreImpl.#log}). */
+  readonly keepsLog: boolean[];
   data: Float64Array;
   capacity = 16;
   top = 0;
@@ -52,10 +54,12 @@ class Layout {
     this.offsets = [];
     this.algorithms = [];
     this.logOffsets = [];
+    this.keepsLog = [];
     for (const policy of set.policies) {
       const algorithm = ALGORITHMS[policy.kind];
       this.offsets.push(width);
       this.algorithms.push(algorithm);
+      this.keepsLog.push(policy.kind === "sliding-log");
       if (policy.kind === "sliding-log") this.logOffsets.push(width);
       width += algorithm.width;
     }
@@ -145,7 +149,8 @@ class MemoryStoreImpl implements MemoryStore {
     let expiry = 0;
     for (let p = 0; p < layout.algorithms.length; p++) {
       const o = base + layout.offsets[p]!;
-      const e = layout.algorithms[p]!.refund(set.policies[p]!, data, o, this.#log(set, p, data, o), now, cost);
+      const log = layout.keepsLog[p] ? this.#log(data, o) : undefined;
+      const e = layout.algorithms[p]!.refund(set.policies[p]!, data, o, log, now, cost);
       if (e > expiry) expiry = e;
     }
     data[base] = expiry;
@@ -197,7 +202,7 @@ class MemoryStoreImpl implements MemoryStore {
     let allowed = 1;
     for (let p = 0; p < count; p++) {
       const o = base + layout.offsets[p]!;
-      const log = ref === undefined ? (layout.logOffsets.length > 0 ? [] : undefined) : this.#log(set, p, data, o);
+      const log = !layout.keepsLog[p] ? undefined : ref === undefined ? [] : this.#log(data, o);
       if (!layout.algorithms[p]!.evaluate(policies[p]!, data, o, log, now, cost, out, 1 + p * FIELDS_PER_POLICY)) allowed = 0;
     }
     out[0] = allowed;
@@ -211,7 +216,8 @@ class MemoryStoreImpl implements MemoryStore {
     let expiry = 0;
     for (let p = 0; p < count; p++) {
       const o = base + layout.offsets[p]!;
-      const e = layout.algorithms[p]!.commit(policies[p]!, data, o, this.#log(set, p, data, o), now, cost, out, 1 + p * FIELDS_PER_POLICY);
+      const log = layout.keepsLog[p] ? this.#log(data, o) : undefined;
+      const e = layout.algorithms[p]!.commit(policies[p]!, data, o, log, now, cost, out, 1 + p * FIELDS_PER_POLICY);
       if (e > expiry) expiry = e;
     }
     data[base] = expiry;
@@ -268,9 +274,8 @@ class MemoryStoreImpl implements MemoryStore {
     layout.free.push(slot);
   }
 
-  /** The sliding log of policy `p`, created on first use; undefined for other kinds. */
-  #log(set: PolicySet, p: number, data: Float64Array, o: number): number[] | undefined {
-    if (set.policies[p]!.kind !== "sliding-log") return undefined;
+  /** The sliding log whose reference is at `data[o]`, created on first use. */
+  #log(data: Float64Array, o: number): number[] {
     const index = data[o]!;
     if (index > 0) return this.#logs[index - 1]!;
     const log: number[] = [];

@@ -1,0 +1,92 @@
+import { createHttpRateLimiter, type HttpRateLimitOptions, type RateLimitResult, type RequestAccess } from "./rate-limit.ts";
+
+/** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
+export type FetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Response | Promise<Response>;
+
+/** Options of {@link withRateLimit}. */
+export interface WithRateLimitOptions<Rest extends unknown[] = unknown[]> extends HttpRateLimitOptions<Request> {
+  /**
+   * The connection's peer address, from whatever the runtime passes beside the request (Deno's
+   * `info.remoteAddr.hostname`, Bun's `server.requestIP(request)?.address`). Default: tries those
+   * two, else none (set `trustProxy` to a preset such as `"cloudflare"` on platforms that put the
+   * address in a header).
+   */
+  getClientIp?: (request: Request, ...rest: Rest) => string | undefined;
+}
+
+const FETCH_ACCESS: RequestAccess<Request> = {
+  method: (request) => request.method,
+  path: (request) => {
+    const url = request.url;
+    const start = url.indexOf("/", url.indexOf("//") + 2);
+    return start === -1 ? "/" : url.slice(start);
+  },
+  header: (request, name) => request.headers.get(name) ?? undefined,
+};
+
+/** Deno's `ServeHandlerInfo` or Bun's `Server`, duck-typed. */
+function runtimeClientIp(request: Request, ...rest: unknown[]): string | undefined {
+  const second = rest[0] as { remoteAddr?: { hostname?: string }; requestIP?: (r: Request) => { address?: string } | null } | undefined;
+  if (second === undefined || second === null || typeof second !== "object") return undefined;
+  if (second.remoteAddr !== undefined) return second.remoteAddr.hostname;
+  if (typeof second.requestIP === "function") return second.requestIP(request)?.address;
+  return undefined;
+}
+
+function withHeaders(response: Response, headers: readonly string[]): Response {
+  let target = response;
+  for (let i = 0; i < headers.length; i += 2) {
+    try {
+      target.headers.set(headers[i]!, headers[i + 1]!);
+    } catch {
+      // Immutable headers (a response from fetch()): copy once, then set.
+      target = new Response(target.body, target);
+      target.headers.set(headers[i]!, headers[i + 1]!);
+    }
+  }
+  return target;
+}
+
+/** The limited response as a fetch `Response`. */
+export function toFetchResponse(result: RateLimitResult): Response {
+  const denied = result.response!;
+  const headers = new Headers();
+  for (let i = 0; i < denied.headers.length; i += 2) headers.append(denied.headers[i]!, denied.headers[i + 1]!);
+  return new Response(denied.body, { status: denied.status, headers });
+}
+
+/**
+ * Wraps a fetch handler with rate limiting: limited requests get a 429 without reaching it;
+ * others get rate-limit headers on its response. Options are validated once, here.
+ *
+ * @param handler - `(request, ...rest) => Response | Promise<Response>`
+ * @param options - as the middlewares' options, plus `getClientIp`
+ * @example
+ * const handler = withRateLimit((request) => new Response("hello"), {
+ *   policy: slidingWindow({ limit: 100, window: "1m" }),
+ * });
+ * Deno.serve(handler); // or Bun.serve({ fetch: handler }), export default { fetch: handler }
+ */
+export function withRateLimit<Rest extends unknown[]>(
+  handler: FetchHandler<Rest>,
+  options: WithRateLimitOptions<Rest>,
+): FetchHandler<Rest> {
+  const isObject = typeof options === "object" && options !== null;
+  const { getClientIp = runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined, ...rest } = isObject ? options : {};
+  // Anything but an object goes on as is, so validation names what was received.
+  const limiter = createHttpRateLimiter((isObject ? rest : options) as HttpRateLimitOptions<Request>, FETCH_ACCESS);
+  return async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
+    const result = await limiter.check(request, getClientIp(request, ...args));
+    if (result === undefined) return handler(request, ...args);
+    if (!result.allowed) return toFetchResponse(result);
+    let response: Response;
+    try {
+      response = await handler(request, ...args);
+    } catch (error) {
+      result.settle(500);
+      throw error;
+    }
+    if (result.settles) result.settle(response.status);
+    return result.headers.length === 0 ? response : withHeaders(response, result.headers);
+  };
+}

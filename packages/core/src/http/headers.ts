@@ -1,0 +1,118 @@
+import type { Decision } from "../limiter.ts";
+import type { Policy } from "../policies.ts";
+
+/**
+ * Every header and parameter name Floodgate writes, in one place: the IETF draft is still moving
+ * (an open proposal may rename `r`/`t` again).
+ */
+export const HEADER_NAMES = {
+  legacyLimit: "X-RateLimit-Limit",
+  legacyRemaining: "X-RateLimit-Remaining",
+  legacyReset: "X-RateLimit-Reset",
+  draftLimit: "RateLimit-Limit",
+  draftRemaining: "RateLimit-Remaining",
+  draftReset: "RateLimit-Reset",
+  rateLimit: "RateLimit",
+  rateLimitPolicy: "RateLimit-Policy",
+  retryAfter: "Retry-After",
+  /** draft-11 `RateLimit-Policy` parameters: quota and window (seconds). */
+  quota: "q",
+  window: "w",
+  /** draft-11 `RateLimit` parameters: remaining quota and seconds until it is restored. */
+  remaining: "r",
+  reset: "t",
+} as const;
+
+/**
+ * A header family: `"legacy"` (`X-RateLimit-*`), `"draft-6"` (`RateLimit-Limit`/`-Remaining`/
+ * `-Reset` + `RateLimit-Policy`), `"draft-7"` (combined `RateLimit` + `RateLimit-Policy`),
+ * `"draft-11"` (the current IETF draft: `RateLimit-Policy` and `RateLimit` as named lists).
+ */
+export type HeaderFormat = "legacy" | "draft-6" | "draft-7" | "draft-11";
+
+/** The default: legacy headers plus the current IETF draft. */
+export const DEFAULT_HEADER_FORMATS: readonly HeaderFormat[] = ["legacy", "draft-11"];
+
+/** Writes the rate-limit headers of one decision as flat `[name, value, name, value, ...]` pairs. */
+export type HeaderWriter = (decision: Decision, nowMs: number, out: string[]) => void;
+
+const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0 : Math.ceil((atMs - nowMs) / 1000));
+
+/** Whole seconds, rounded up, a 429 tells the client to wait (at least 1). */
+export function retryAfterSeconds(decision: Decision, policies: readonly Policy[], nowMs: number): number {
+  if (decision.retryAfterMs !== Infinity) return Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+  // The cost exceeds a limit: no wait helps; point at the binding policy's full restore.
+  const binding = policies.find((p) => p.name === decision.policy) ?? policies[0]!;
+  return Math.max(1, secondsUntil(decision.resetAt, nowMs), Math.ceil(binding.windowMs / 1000));
+}
+
+/**
+ * Precomputes, once per rule, every constant part of its headers (policy lists, quoted names,
+ * window seconds) and returns a writer that only fills in the numbers per request.
+ */
+export function createHeaderWriter(
+  formats: readonly HeaderFormat[],
+  policies: readonly Policy[],
+  legacyReset: "epoch" | "delta",
+): HeaderWriter | undefined {
+  if (formats.length === 0) return undefined;
+  const H = HEADER_NAMES;
+  const windowSeconds = (p: Policy): number => Math.max(1, Math.ceil(p.windowMs / 1000));
+  const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${H.window}=${windowSeconds(p)}`]));
+  const shortOf = (d: Decision): string => shortPolicy.get(d.policy) ?? "";
+  const ietfPolicy = policies.map((p) => `"${p.name}";${H.quota}=${p.limit};${H.window}=${windowSeconds(p)}`).join(", ");
+  const ietfPrefix = policies.map((p) => `"${p.name}";${H.remaining}=`);
+  const single = policies.length === 1;
+  const writers: HeaderWriter[] = [];
+  for (const format of formats) {
+    if (format === "legacy") {
+      writers.push(legacyReset === "epoch"
+        ? (d, _now, out) => { out.push(H.legacyLimit, `${d.limit}`, H.legacyRemaining, `${d.remaining}`, H.legacyReset, `${Math.ceil(d.resetAt / 1000)}`); }
+        : (d, now, out) => { out.push(H.legacyLimit, `${d.limit}`, H.legacyRemaining, `${d.remaining}`, H.legacyReset, `${secondsUntil(d.resetAt, now)}`); });
+    } else if (format === "draft-6") {
+      writers.push((d, now, out) => {
+        out.push(H.draftLimit, `${d.limit}`, H.draftRemaining, `${d.remaining}`, H.draftReset, `${secondsUntil(d.resetAt, now)}`, H.rateLimitPolicy, shortOf(d));
+      });
+    } else if (format === "draft-7") {
+      writers.push((d, now, out) => {
+        out.push(H.rateLimit, `limit=${d.limit}, remaining=${d.remaining}, reset=${secondsUntil(d.resetAt, now)}`, H.rateLimitPolicy, shortOf(d));
+      });
+    } else {
+      // A denied policy's `t` is when it admits again, so Retry-After never points earlier than it.
+      const entry = (i: number, remaining: number, resetAt: number, retryAfterMs: number, now: number): string =>
+        `${ietfPrefix[i]}${remaining};${H.reset}=${retryAfterMs > 0 && retryAfterMs !== Infinity ? Math.ceil(retryAfterMs / 1000) : secondsUntil(resetAt, now)}`;
+      writers.push(single
+        ? (d, now, out) => { out.push(H.rateLimitPolicy, ietfPolicy, H.rateLimit, entry(0, d.remaining, d.resetAt, d.retryAfterMs, now)); }
+        : (d, now, out) => {
+          let value = "";
+          const all = d.policies;
+          for (let i = 0; i < all.length; i++) {
+            const p = all[i]!;
+            value += (i === 0 ? "" : ", ") + entry(i, p.remaining, p.resetAt, p.retryAfterMs, now);
+          }
+          out.push(H.rateLimitPolicy, ietfPolicy, H.rateLimit, value);
+        });
+    }
+  }
+  if (writers.length === 1) return writers[0];
+  return (d, now, out) => { for (const w of writers) w(d, now, out); };
+}
+
+/** Formats that write the same header names and so cannot be combined. */
+export function conflictingFormats(formats: readonly HeaderFormat[]): [HeaderFormat, HeaderFormat] | undefined {
+  const owners = new Map<string, HeaderFormat>();
+  const names: Record<HeaderFormat, string[]> = {
+    legacy: ["x-ratelimit-*"],
+    "draft-6": ["ratelimit-policy", "ratelimit-limit"],
+    "draft-7": ["ratelimit", "ratelimit-policy"],
+    "draft-11": ["ratelimit", "ratelimit-policy"],
+  };
+  for (const f of formats) {
+    for (const n of names[f]) {
+      const other = owners.get(n);
+      if (other !== undefined && other !== f) return [other, f];
+      owners.set(n, f);
+    }
+  }
+  return undefined;
+}

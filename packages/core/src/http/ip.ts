@@ -1,0 +1,174 @@
+/**
+ * IP address parsing, canonical forms, CIDR ranges and IPv6 subnet grouping. No `node:*` import:
+ * this runs unchanged on every runtime.
+ */
+
+/** A parsed address: IPv4 as one 32-bit number, IPv6 as eight 16-bit groups. */
+export type ParsedIp =
+  | { readonly v: 4; readonly n: number; /** Canonical text, when known at parse time. */ readonly text?: string }
+  | { readonly v: 6; readonly g: readonly number[] };
+
+/** A CIDR range (or one address, as a /32 or /128). */
+export interface IpRange {
+  readonly v: 4 | 6;
+  readonly bits: number;
+  readonly ip: ParsedIp;
+}
+
+const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
+
+function parseIpv4(text: string): number | undefined {
+  const m = IPV4.exec(text);
+  if (m === null) return undefined;
+  let n = 0;
+  for (let i = 1; i <= 4; i++) {
+    const part = m[i]!;
+    if (part.length > 1 && part[0] === "0") return undefined; // leading zeros are octal to some parsers
+    const octet = +part;
+    if (octet > 255) return undefined;
+    n = n * 256 + octet;
+  }
+  return n;
+}
+
+function parseIpv6(text: string): number[] | undefined {
+  let body = text;
+  const lastColon = body.lastIndexOf(":");
+  if (lastColon !== -1 && body.includes(".", lastColon)) {
+    // An embedded IPv4 tail ("::ffff:1.2.3.4") is rewritten as two hex groups.
+    const v4 = parseIpv4(body.slice(lastColon + 1));
+    if (v4 === undefined) return undefined;
+    body = `${body.slice(0, lastColon + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
+  }
+  const double = body.indexOf("::");
+  if (double !== -1 && body.indexOf("::", double + 1) !== -1) return undefined;
+  const readGroups = (part: string): number[] | undefined => {
+    if (part === "") return [];
+    const out: number[] = [];
+    for (const g of part.split(":")) {
+      if (!HEX_GROUP.test(g)) return undefined;
+      out.push(parseInt(g, 16));
+    }
+    return out;
+  };
+  let groups: number[];
+  if (double === -1) {
+    const all = readGroups(body);
+    if (all === undefined) return undefined;
+    groups = all;
+    if (groups.length !== 8) return undefined;
+  } else {
+    const head = readGroups(body.slice(0, double));
+    const rest = readGroups(body.slice(double + 2));
+    if (head === undefined || rest === undefined) return undefined;
+    const fill = 8 - head.length - rest.length;
+    if (fill < 1) return undefined;
+    groups = [...head, ...new Array<number>(fill).fill(0), ...rest];
+  }
+  return groups;
+}
+
+/**
+ * Parses an address as it appears in a socket or a proxy header: strips `[...]` brackets, a
+ * port, an IPv6 zone id (`%eth0`); maps IPv4-mapped IPv6 (`::ffff:1.2.3.4`) to IPv4.
+ * Returns `undefined` when the text is not an IP address.
+ */
+export function parseIp(input: string): ParsedIp | undefined {
+  let text = input.trim();
+  if (text.length === 0 || text.length > 64) return undefined;
+  if (text[0] === "[") {
+    const end = text.indexOf("]");
+    if (end === -1) return undefined;
+    text = text.slice(1, end);
+  } else if (text.indexOf(":") !== -1 && text.indexOf(":") === text.lastIndexOf(":") && text.includes(".")) {
+    text = text.slice(0, text.indexOf(":")); // "1.2.3.4:5678"
+  }
+  const zone = text.indexOf("%");
+  if (zone !== -1) text = text.slice(0, zone);
+  const v4 = parseIpv4(text);
+  if (v4 !== undefined) return { v: 4, n: v4, text };
+  if (!text.includes(":")) return undefined;
+  const g = parseIpv6(text);
+  if (g === undefined) return undefined;
+  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
+    return { v: 4, n: g[6]! * 65536 + g[7]! };
+  }
+  return { v: 6, g };
+}
+
+/** The canonical text of an address: dotted IPv4, or RFC 5952 compressed lower-case IPv6. */
+export function formatIp(ip: ParsedIp): string {
+  if (ip.v === 4) return ip.text ?? `${ip.n >>> 24}.${(ip.n >>> 16) & 255}.${(ip.n >>> 8) & 255}.${ip.n & 255}`;
+  const g = ip.g;
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8;) {
+    if (g[i] !== 0) { i++; continue; }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLength) { bestStart = i; bestLength = j - i; }
+    i = j;
+  }
+  const hex = (from: number, to: number): string => g.slice(from, to).map((x) => x.toString(16)).join(":");
+  if (bestStart === -1) return hex(0, 8);
+  return `${hex(0, bestStart)}::${hex(bestStart + bestLength, 8)}`;
+}
+
+/** Normalises an address to its canonical text, or `undefined` when it is not an IP. */
+export function normalizeIp(input: string): string | undefined {
+  const ip = parseIp(input);
+  return ip === undefined ? undefined : formatIp(ip);
+}
+
+/** Zeroes every bit of `ip` after the first `bits`. */
+function mask(ip: ParsedIp, bits: number): ParsedIp {
+  if (ip.v === 4) return { v: 4, n: bits === 0 ? 0 : (ip.n - (ip.n % 2 ** (32 - bits))) };
+  const g = ip.g.map((group, i) => {
+    const keep = Math.max(0, Math.min(16, bits - i * 16));
+    return keep === 16 ? group : keep === 0 ? 0 : group & (0xffff << (16 - keep)) & 0xffff;
+  });
+  return { v: 6, g };
+}
+
+/**
+ * The rate-limit identity of an address: IPv4 as is; IPv6 as its `/subnetBits` network
+ * (`2001:db8:1:2::/64`), since one subscriber usually holds a whole /64 or more.
+ */
+export function groupIp(ip: ParsedIp, ipv6SubnetBits: number): string {
+  if (ip.v === 4 || ipv6SubnetBits >= 128) return formatIp(ip);
+  return `${formatIp(mask(ip, ipv6SubnetBits))}/${ipv6SubnetBits}`;
+}
+
+/** Parses `"10.0.0.0/8"`, `"2001:db8::/32"` or a single address; `undefined` when invalid. */
+export function parseRange(text: string): IpRange | undefined {
+  const slash = text.indexOf("/");
+  const ip = parseIp(slash === -1 ? text : text.slice(0, slash));
+  if (ip === undefined) return undefined;
+  const max = ip.v === 4 ? 32 : 128;
+  let bits = max;
+  if (slash !== -1) {
+    const suffix = text.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(suffix)) return undefined;
+    bits = +suffix;
+    // An IPv4-mapped range ("::ffff:10.0.0.0/104") becomes its IPv4 equivalent.
+    if (ip.v === 4 && text.includes(":")) bits -= 96;
+    if (bits < 0 || bits > max) return undefined;
+  }
+  return { v: ip.v, bits, ip: mask(ip, bits) };
+}
+
+/** True when `ip` lies in `range`. */
+export function inRange(ip: ParsedIp, range: IpRange): boolean {
+  if (ip.v !== range.v) return false;
+  const masked = mask(ip, range.bits);
+  if (masked.v === 4) return masked.n === (range.ip as { n: number }).n;
+  const want = (range.ip as { g: readonly number[] }).g;
+  for (let i = 0; i < 8; i++) if (masked.g[i] !== want[i]) return false;
+  return true;
+}
+
+/** True when `text` is an address or a CIDR range. */
+export function isIpOrRange(text: string): boolean {
+  return parseRange(text) !== undefined;
+}

@@ -1,0 +1,15 @@
+/** The part of Node's `ServerResponse` that refunds need; duck-typed so core imports no `node:*`. */
+export interface NodeResponseLike {
+  readonly statusCode: number;
+  readonly writableFinished?: boolean;
+  once(event: "close", listener: () => void): unknown;
+}
+
+/**
+ * Reports a Node response's outcome to `result.settle` when it closes: its status when it was
+ * sent completely, 0 when the client disconnected first (a failed request).
+ */
+export function settleOnClose(result: { readonly settles: boolean; settle(status: number): void }, res: NodeResponseLike): void {
+  if (!result.settles) return;
+  res.once("close", () => result.settle(res.writableFinished === false ? 0 : res.statusCode));
+}

@@ -1,0 +1,706 @@
+import * as z from "zod/mini";
+import { describeValue, FloodgateError } from "../errors.ts";
+import { createRateLimiter, type Decision, type PolicyDecision, type RateLimiter } from "../limiter.ts";
+import { memoryStore } from "../memory-store.ts";
+import { isPolicy, type Policy } from "../policies.ts";
+import type { RateLimitStore } from "../store.ts";
+import { parseOptions } from "../validation.ts";
+import { createClientIpResolver, TRUST_PROXY_PRESETS, type ProxyHeader, type TrustProxy } from "./client-ip.ts";
+import {
+  conflictingFormats,
+  createHeaderWriter,
+  DEFAULT_HEADER_FORMATS,
+  HEADER_NAMES,
+  retryAfterSeconds,
+  type HeaderFormat,
+  type HeaderWriter,
+} from "./headers.ts";
+import { formatIp, groupIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
+import { compareSpecificity, compilePattern, matchesPattern, normalizePath, type RoutePattern } from "./rules.ts";
+import { CircuitBreaker, toStoreError, withTimeout, type CircuitBreakerOptions, type StoreErrorAction } from "./store-guard.ts";
+import { Warnings, type Logger, type WarningsOption } from "./warnings.ts";
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** The request as Floodgate's callbacks see it, whatever the framework. */
+export interface RateLimitRequest<Raw = unknown> {
+  /** Upper-case method. */
+  readonly method: string;
+  /** The full path (not mount-relative), without the query string. */
+  readonly path: string;
+  /** The client address after trusted-proxy resolution, canonical; `undefined` when unknown. */
+  readonly ip: string | undefined;
+  /** A request header by lower-case name; repeated headers joined with `", "`. */
+  header(name: string): string | undefined;
+  /** The framework's own request object (Hono `Context`, Express `req`, Koa `ctx`, fetch `Request`). */
+  readonly raw: Raw;
+}
+
+/** How an adapter reads its framework's request: given once, at construction. */
+export interface RequestAccess<Raw> {
+  method(raw: Raw): string;
+  /** The full path; a query string, if included, is ignored. */
+  path(raw: Raw): string;
+  header(raw: Raw, name: string): string | undefined;
+}
+
+/** Derives a rate-limit key from a request; `undefined` or `""` falls back to the client IP. */
+export type KeyFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<string | undefined>;
+/** Units a request costs: a whole number >= 0 (0: not counted). */
+export type CostFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<number>;
+
+/** One tier of limits. */
+export interface RuleOptions<Raw = unknown> {
+  /** One policy or several, all checked atomically. */
+  policy?: Policy | readonly Policy[];
+  /** A ready limiter instead of `policy` (its prefix is used as is). */
+  limiter?: RateLimiter;
+  /** Store for this rule (default: the top-level store). */
+  store?: RateLimitStore;
+  /** This rule's key (default: the top-level `key`, then the client IP). */
+  key?: KeyFunction<Raw>;
+  /** This rule's cost (default: the top-level `cost`, then 1). */
+  cost?: number | CostFunction<Raw>;
+}
+
+/** A rule: a policy, several policies, or {@link RuleOptions}. */
+export type Rule<Raw = unknown> = Policy | readonly Policy[] | RuleOptions<Raw>;
+
+/** A custom 429 (or other) response from {@link HttpRateLimitOptions.handler}. */
+export interface LimitedResponse {
+  status?: number;
+  headers?: Record<string, string>;
+  /** A string is sent as is; anything else as JSON. */
+  body?: unknown;
+}
+
+/** What Floodgate decided for one request, exposed to hooks and as `c.get("rateLimit")` etc. */
+export interface RateLimitInfo {
+  readonly allowed: boolean;
+  /** The binding policy's limit. 0 when the decision did not come from a limiter. */
+  readonly limit: number;
+  readonly remaining: number;
+  /** Epoch ms. */
+  readonly resetAt: number;
+  readonly retryAfterMs: number;
+  readonly policy: string;
+  readonly policies: readonly PolicyDecision[];
+  /** The key counted (with the rule's own namespace in the store). */
+  readonly key: string;
+  /** The matched rule's pattern, or `"default"`. */
+  readonly rule: string;
+  readonly cost: number;
+  /** Where the decision came from: the store, the local fallback limiter, or the store-error policy. */
+  readonly source: "store" | "fallback" | "allow" | "deny";
+  /** The store failure behind a `fallback`, `allow` or `deny` decision. */
+  readonly storeError: FloodgateError | undefined;
+  /** The limiter's decision (`undefined` for `allow`/`deny` after a store failure). */
+  readonly decision: Decision | undefined;
+}
+
+/** A denied request's response, ready for an adapter to send. */
+export interface DeniedResponse {
+  readonly status: number;
+  /** Flat `[name, value, ...]` pairs, rate-limit headers and Content-Type included. */
+  readonly headers: readonly string[];
+  readonly body: string | null;
+}
+
+/** Options shared by every Floodgate middleware (Hono, Express, Koa) and `withRateLimit`. */
+export interface HttpRateLimitOptions<Raw = unknown> {
+  /** A ready limiter for requests no rule matches. */
+  limiter?: RateLimiter;
+  /** Store of the limiters built from `policy` and `rules` (default a new `memoryStore()`). */
+  store?: RateLimitStore;
+  /** Policy (or policies) for requests no rule matches. */
+  policy?: Policy | readonly Policy[];
+  /** Tiers keyed by `"METHOD /path"` (`*`, `:param`), most specific first; `default` for the rest. */
+  rules?: Record<string, Rule<Raw>>;
+  /** Key namespace (default the limiter's prefix, else `"fg:"`); each rule adds its pattern. */
+  prefix?: string;
+  /** Epoch-ms clock for the limiters built here and for header deltas (default `Date.now`). */
+  clock?: () => number;
+  /** Default: the client IP (IPv6 grouped by `ipv6Subnet`). */
+  key?: KeyFunction<Raw>;
+  /** Default 1. */
+  cost?: number | CostFunction<Raw>;
+  /** Requests for which this returns true are neither counted nor given headers. */
+  skip?: (req: RateLimitRequest<Raw>) => MaybePromise<boolean>;
+  /** IPs, CIDR ranges or keys that are never limited. */
+  allowList?: readonly string[];
+  /** Which proxies to trust for the client IP (default `false`: the socket address). */
+  trustProxy?: TrustProxy;
+  /** The header a proxy chain is read from (default `"x-forwarded-for"`). */
+  proxyHeader?: ProxyHeader;
+  /** IPv6 prefix length clients are grouped by (default 64). */
+  ipv6Subnet?: number;
+  /** Match rule paths case-sensitively (default `false`). */
+  caseSensitive?: boolean;
+  /** Header formats (default `["legacy", "draft-11"]`; `false` for none). */
+  headers?: boolean | HeaderFormat | readonly HeaderFormat[];
+  /** `X-RateLimit-Reset` as epoch seconds (default) or seconds from now. */
+  legacyReset?: "epoch" | "delta";
+  /** Status of a limited response (default 429). */
+  statusCode?: number;
+  /** The message in the default body, or a whole JSON body. */
+  message?: string | Record<string, unknown>;
+  /** `"json"` (default) or `"problem+json"` (RFC 9457). */
+  format?: "json" | "problem+json";
+  /** Builds the limited response instead of the default. */
+  handler?: (req: RateLimitRequest<Raw>, info: RateLimitInfo) => MaybePromise<LimitedResponse>;
+  /** Refund requests that end with a status below 400. */
+  skipSuccessfulRequests?: boolean;
+  /** Refund requests that end with a status of 400 or more, or whose client disconnects early. */
+  skipFailedRequests?: boolean;
+  /**
+   * When the store fails or times out: `"fallback"` (default: a local in-memory limiter with the
+   * same policies), `"allow"` or `"deny"`; or a hook returning one of those (void: `"fallback"`).
+   */
+  onStoreError?: StoreErrorAction | ((error: FloodgateError, req: RateLimitRequest<Raw> | undefined) => StoreErrorAction | void);
+  /** Abandon a store call after this many ms (default: no deadline). */
+  timeoutMs?: number;
+  /** Stop calling a failing store for a cool-down (default `{ failures: 5, cooldownMs: 30000 }`). */
+  circuitBreaker?: false | CircuitBreakerOptions;
+  /** Called with every decision. */
+  onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void;
+  /** Called with every denial. */
+  onLimited?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void;
+  /** Where warnings go (default `console`). */
+  logger?: Logger;
+  /** Misconfiguration warnings: all (default), none, or by code. */
+  warnings?: WarningsOption;
+}
+
+const fn = z.optional(z.custom<(...args: never[]) => unknown>((v) => typeof v === "function"));
+const policyLike = z.custom<Policy | readonly Policy[]>((v) => isPolicy(v) || (Array.isArray(v) && v.length > 0 && v.every(isPolicy)));
+const limiterLike = z.custom<RateLimiter>((v) => typeof v === "object" && v !== null && typeof (v as RateLimiter).limit === "function" && Array.isArray((v as RateLimiter).policies));
+const storeLike = z.custom<RateLimitStore>((v) => typeof v === "object" && v !== null && typeof (v as RateLimitStore).consume === "function");
+const costLike = z.optional(z.union([z.number().check(z.int(), z.minimum(0)), fn]));
+const ipOrRange = z.string().check(z.refine((s) => parseRange(s) !== undefined));
+const ruleSchema = z.union([
+  policyLike,
+  z.strictObject({ policy: z.optional(policyLike), limiter: z.optional(limiterLike), store: z.optional(storeLike), key: fn, cost: costLike }),
+]);
+const HEADER_FORMATS = ["legacy", "draft-6", "draft-7", "draft-11"] as const;
+const headerFormat = z.enum(HEADER_FORMATS);
+
+const optionsSchema = z.strictObject({
+  limiter: z.optional(limiterLike),
+  store: z.optional(storeLike),
+  policy: z.optional(policyLike),
+  rules: z.optional(z.record(z.string(), ruleSchema)),
+  prefix: z.optional(z.string().check(z.regex(/^[^{}\u0000]{0,64}$/))),
+  clock: fn,
+  key: fn,
+  cost: costLike,
+  skip: fn,
+  allowList: z.optional(z.array(z.string().check(z.minLength(1)))),
+  trustProxy: z.optional(z.union([
+    z.boolean(),
+    z.number().check(z.int(), z.minimum(0), z.maximum(64)),
+    z.enum(Object.keys(TRUST_PROXY_PRESETS) as [keyof typeof TRUST_PROXY_PRESETS]),
+    z.array(ipOrRange),
+  ])),
+  proxyHeader: z.optional(z.enum(["x-forwarded-for", "forwarded"])),
+  ipv6Subnet: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(128))),
+  caseSensitive: z.optional(z.boolean()),
+  headers: z.optional(z.union([z.boolean(), headerFormat, z.array(headerFormat)])),
+  legacyReset: z.optional(z.enum(["epoch", "delta"])),
+  statusCode: z.optional(z.number().check(z.int(), z.minimum(400), z.maximum(599))),
+  message: z.optional(z.union([z.string(), z.record(z.string(), z.unknown())])),
+  format: z.optional(z.enum(["json", "problem+json"])),
+  handler: fn,
+  skipSuccessfulRequests: z.optional(z.boolean()),
+  skipFailedRequests: z.optional(z.boolean()),
+  onStoreError: z.optional(z.union([z.enum(["allow", "deny", "fallback"]), fn])),
+  timeoutMs: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(60_000))),
+  circuitBreaker: z.optional(z.union([
+    z.literal(false),
+    z.strictObject({
+      failures: z.optional(z.number().check(z.int(), z.minimum(1))),
+      cooldownMs: z.optional(z.number().check(z.int(), z.minimum(1))),
+    }),
+  ])),
+  onDecision: fn,
+  onLimited: fn,
+  logger: z.optional(z.custom<Logger>((v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function")),
+  warnings: z.optional(z.union([z.boolean(), z.record(z.string(), z.boolean())])),
+});
+
+const FUNCTION = "a function";
+const ACCEPTED = {
+  limiter: "a limiter from createRateLimiter()",
+  store: "a store such as memoryStore(), upstashStore() or redisStore()",
+  policy: "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them",
+  rules: 'an object mapping "METHOD /path" patterns (or "default") to a policy, an array of policies, or { policy | limiter, store?, key?, cost? }',
+  prefix: "a string of at most 64 characters without {, } or NUL",
+  clock: "a function returning epoch milliseconds",
+  key: FUNCTION,
+  cost: "a whole number >= 0 or a function returning one",
+  skip: FUNCTION,
+  allowList: "an array of IP addresses, CIDR ranges or keys",
+  trustProxy: `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, or a preset: ${Object.keys(TRUST_PROXY_PRESETS).map((p) => `"${p}"`).join(", ")}`,
+  proxyHeader: '"x-forwarded-for" or "forwarded"',
+  ipv6Subnet: "a prefix length from 1 to 128",
+  caseSensitive: "a boolean",
+  headers: `true, false, or one or several of ${HEADER_FORMATS.map((f) => `"${f}"`).join(", ")}`,
+  legacyReset: '"epoch" or "delta"',
+  statusCode: "an HTTP status from 400 to 599",
+  message: "a string, or an object sent as the JSON body",
+  format: '"json" or "problem+json"',
+  handler: FUNCTION,
+  skipSuccessfulRequests: "a boolean",
+  skipFailedRequests: "a boolean",
+  onStoreError: '"allow", "deny", "fallback", or a function returning one of them',
+  timeoutMs: "a whole number of milliseconds from 1 to 60000",
+  circuitBreaker: "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }",
+  onDecision: FUNCTION,
+  onLimited: FUNCTION,
+  logger: "an object with a warn(message) method, such as console",
+  warnings: "a boolean, or an object of warning codes to booleans",
+};
+
+/** One compiled rule: its limiter(s), key, cost and precomputed headers. */
+interface CompiledRule<Raw> {
+  readonly name: string;
+  readonly pattern: RoutePattern | undefined;
+  readonly limiter: RateLimiter;
+  readonly policies: readonly Policy[];
+  readonly key: KeyFunction<Raw> | undefined;
+  readonly cost: number | CostFunction<Raw>;
+  readonly writeHeaders: HeaderWriter | undefined;
+  readonly breaker: CircuitBreaker | undefined;
+  fallback: RateLimiter | undefined;
+  /** Requests already counted, for the double-count warning. */
+  readonly seen: WeakSet<object>;
+  watched: number;
+}
+
+/** The core of every Floodgate middleware; adapters translate to and from it. */
+export interface HttpRateLimiter<Raw> {
+  /**
+   * Decides for one request. `undefined` means not limited at all (skipped, allow-listed, or no
+   * rule applies): continue without headers. Never rejects because of the store.
+   * @param socketIp - the connection's peer address (or, when `ipResolved`, the client address itself)
+   * @param ipResolved - the address was already resolved through trusted proxies (e.g. Express's `req.ip`)
+   */
+  check(raw: Raw, socketIp: string | undefined, ipResolved?: boolean): Promise<RateLimitResult | undefined>;
+}
+
+const storeRegistry = new WeakMap<RateLimitStore, Map<string, WeakSet<object>>>();
+let requestsServed = false;
+let createdWhileServing = 0;
+const PER_REQUEST_THRESHOLD = 20;
+const DOUBLE_COUNT_WATCH = 1000;
+
+/** The result of {@link HttpRateLimiter.check}. */
+export class RateLimitResult implements RateLimitInfo {
+  readonly allowed: boolean;
+  /** Rate-limit headers as flat `[name, value, ...]` pairs, to set on the response. */
+  readonly headers: string[];
+  /** The response to send when not allowed. */
+  response: DeniedResponse | undefined;
+  #refund: ((status: number) => void) | undefined;
+
+  constructor(
+    readonly decision: Decision | undefined,
+    readonly key: string,
+    readonly rule: string,
+    readonly cost: number,
+    readonly source: RateLimitInfo["source"],
+    readonly storeError: FloodgateError | undefined,
+    allowed: boolean,
+    headers: string[],
+    refund: ((status: number) => void) | undefined,
+  ) {
+    this.allowed = allowed;
+    this.headers = headers;
+    this.#refund = refund;
+  }
+
+  get limit(): number { return this.decision?.limit ?? 0; }
+  get remaining(): number { return this.decision?.remaining ?? 0; }
+  get resetAt(): number { return this.decision?.resetAt ?? 0; }
+  get retryAfterMs(): number { return this.decision?.retryAfterMs ?? 0; }
+  get policy(): string { return this.decision?.policy ?? ""; }
+  get policies(): readonly PolicyDecision[] { return this.decision?.policies ?? []; }
+
+  /** True when the adapter should report the final status through {@link settle}. */
+  get settles(): boolean {
+    return this.#refund !== undefined;
+  }
+
+  /**
+   * Reports how the request ended: its status, or 0 when the client disconnected before the
+   * response finished. Refunds (once) when `skipSuccessfulRequests`/`skipFailedRequests` say so.
+   */
+  settle(status: number): void {
+    const refund = this.#refund;
+    if (refund === undefined) return;
+    this.#refund = undefined;
+    refund(status);
+  }
+
+  toJSON(): object {
+    const { allowed, limit, remaining, resetAt, retryAfterMs, policy, key, rule, cost, source } = this;
+    return { allowed, limit, remaining, resetAt, retryAfterMs, policy, policies: this.policies, key, rule, cost, source };
+  }
+}
+
+class RequestView<Raw> implements RateLimitRequest<Raw> {
+  constructor(
+    readonly raw: Raw,
+    readonly method: string,
+    readonly path: string,
+    readonly ip: string | undefined,
+    readonly access: RequestAccess<Raw>,
+  ) {}
+
+  header(name: string): string | undefined {
+    return this.access.header(this.raw, name);
+  }
+}
+
+const isThenable = <T>(v: MaybePromise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
+
+/** Keys longer than the limiter accepts are shortened with a hash of the whole, so they stay distinct. */
+function fitKey(key: string): string {
+  if (key.length <= 1000) return key;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return `${key.slice(0, 980)}#${(h >>> 0).toString(36)}`;
+}
+
+/**
+ * Builds the framework-neutral HTTP rate limiter that every adapter calls: validates `options`
+ * once, compiles rules, header writers and the client-IP resolver, then answers `check()` per
+ * request. Adapters give `access`, how to read their request.
+ *
+ * @example
+ * const http = createHttpRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }) }, {
+ *   method: (r: Request) => r.method, path: (r) => new URL(r.url).pathname, header: (r, n) => r.headers.get(n) ?? undefined,
+ * });
+ * const result = await http.check(request, "203.0.113.7");
+ */
+export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, access: RequestAccess<Raw>): HttpRateLimiter<Raw> {
+  const where = "rateLimit()";
+  const o = parseOptions(optionsSchema, options, where, ACCEPTED) as HttpRateLimitOptions<Raw>;
+  const invalid = (option: string, value: unknown, expected: string): FloodgateError =>
+    new FloodgateError("INVALID_OPTION", `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`);
+  if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
+    throw invalid("limiter", o.limiter, "either `limiter`, or `store` and `policy`, not both");
+  }
+  if (o.warnings !== undefined && typeof o.warnings === "object") {
+    for (const code of Object.keys(o.warnings)) {
+      if (!(code in { forwardedHeaderIgnored: 1, trustProxyTrue: 1, invalidIp: 1, noClientIp: 1, limiterPerRequest: 1, doubleCount: 1 })) {
+        throw invalid(`warnings.${code}`, o.warnings[code as never], "one of forwardedHeaderIgnored, trustProxyTrue, invalidIp, noClientIp, limiterPerRequest, doubleCount");
+      }
+    }
+  }
+  const warnings = new Warnings(o.warnings, o.logger ?? console);
+  const clock = o.clock ?? Date.now;
+  const caseSensitive = o.caseSensitive ?? false;
+  const ipv6Subnet = o.ipv6Subnet ?? 64;
+  const trustProxy = o.trustProxy ?? false;
+  const resolveIp = createClientIpResolver(trustProxy, o.proxyHeader ?? "x-forwarded-for");
+  if (trustProxy === true) warnings.emit("trustProxyTrue");
+  if (requestsServed && ++createdWhileServing === PER_REQUEST_THRESHOLD) warnings.emit("limiterPerRequest");
+
+  const formats: readonly HeaderFormat[] = o.headers === undefined || o.headers === true
+    ? DEFAULT_HEADER_FORMATS
+    : o.headers === false ? [] : typeof o.headers === "string" ? [o.headers] : [...new Set(o.headers)];
+  const conflict = conflictingFormats(formats);
+  if (conflict !== undefined) {
+    throw invalid("headers", o.headers, `formats that do not write the same header names: "${conflict[0]}" and "${conflict[1]}" both write RateLimit or RateLimit-Policy`);
+  }
+  const legacyReset = o.legacyReset ?? "epoch";
+  const statusCode = o.statusCode ?? 429;
+  const baseStore = o.store ?? o.limiter?.store ?? memoryStore();
+  const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
+  const breakerOptions = o.circuitBreaker === false ? undefined : { failures: 5, cooldownMs: 30_000, ...o.circuitBreaker };
+  const breakers = new Map<RateLimitStore, CircuitBreaker>();
+  const breakerFor = (store: RateLimitStore): CircuitBreaker | undefined => {
+    if (breakerOptions === undefined) return undefined;
+    let b = breakers.get(store);
+    if (b === undefined) breakers.set(store, b = new CircuitBreaker(breakerOptions.failures, breakerOptions.cooldownMs));
+    return b;
+  };
+
+  const compile = (name: string, rule: Rule<Raw>, index: number): CompiledRule<Raw> => {
+    const r: RuleOptions<Raw> = isPolicy(rule) || Array.isArray(rule) ? { policy: rule as Policy | Policy[] } : rule as RuleOptions<Raw>;
+    if ((r.limiter === undefined) === (r.policy === undefined)) {
+      throw invalid(`rules.${name}`, rule, "a policy, an array of policies, or an object with exactly one of `policy` and `limiter`");
+    }
+    const ownPrefix = `${basePrefix}${name}:`;
+    const limiter = r.limiter ?? createRateLimiter({
+      policy: r.policy!,
+      store: r.store ?? baseStore,
+      prefix: ownPrefix.length <= 128 ? ownPrefix : `${basePrefix}r${index}:`,
+      clock,
+    });
+    const registry = storeRegistry.get(limiter.store) ?? new Map<string, WeakSet<object>>();
+    storeRegistry.set(limiter.store, registry);
+    let seen = registry.get(limiter.prefix);
+    if (seen === undefined) registry.set(limiter.prefix, seen = new WeakSet());
+    return {
+      name,
+      pattern: name === "default" ? undefined : compilePattern(name, caseSensitive),
+      limiter,
+      policies: limiter.policies,
+      key: r.key,
+      cost: r.cost ?? o.cost ?? 1,
+      writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
+      breaker: breakerFor(limiter.store),
+      fallback: undefined,
+      seen,
+      watched: 0,
+    };
+  };
+
+  const patternRules: CompiledRule<Raw>[] = [];
+  let defaultRule: CompiledRule<Raw> | undefined;
+  let index = 0;
+  for (const [name, rule] of Object.entries(o.rules ?? {})) {
+    let compiled: CompiledRule<Raw>;
+    try {
+      compiled = compile(name, rule, index++);
+    } catch (error) {
+      if (error instanceof FloodgateError && !error.message.startsWith(where)) throw new FloodgateError(error.code, `${where}: option \`rules\`: ${error.message}`);
+      throw error;
+    }
+    if (compiled.pattern === undefined) defaultRule = compiled;
+    else patternRules.push(compiled);
+  }
+  patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
+  if (defaultRule === undefined) {
+    if (o.limiter !== undefined) defaultRule = compile("default", { limiter: o.limiter }, index);
+    else if (o.policy !== undefined) {
+      const prefix = o.prefix ?? "fg:";
+      defaultRule = compile("default", { limiter: createRateLimiter({ policy: o.policy, store: baseStore, prefix, clock }) }, index);
+    } else if (patternRules.length === 0) {
+      throw invalid("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`");
+    }
+  }
+
+  const allowIps: IpRange[] = [];
+  const allowKeys = new Set<string>();
+  for (const entry of o.allowList ?? []) {
+    const range = parseRange(entry);
+    if (range !== undefined) allowIps.push(range);
+    else allowKeys.add(entry);
+  }
+
+  const storeErrorHook = typeof o.onStoreError === "function" ? o.onStoreError : undefined;
+  const storeErrorAction: StoreErrorAction = typeof o.onStoreError === "string" ? o.onStoreError : "fallback";
+  const timeoutMs = o.timeoutMs;
+  const refundWhen = o.skipSuccessfulRequests || o.skipFailedRequests
+    ? (status: number): boolean => status > 0 && status < 400 ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
+    : undefined;
+
+  const message = typeof o.message === "string" ? o.message : "Too many requests. Please retry after the Retry-After period.";
+  const problem = o.format === "problem+json";
+  const contentType = problem ? "application/problem+json" : "application/json; charset=utf-8";
+  const bodyHead = typeof o.message === "object"
+    ? undefined
+    : problem
+      ? `{"type":"about:blank","title":"Too Many Requests","status":${statusCode},"detail":${JSON.stringify(message)},"retryAfter":`
+      : `{"error":{"code":"RATE_LIMITED","message":${JSON.stringify(message)},"retryAfter":`;
+  const bodyTail = problem ? "}" : "}}";
+  const fixedBody = typeof o.message === "object" ? JSON.stringify(o.message) : undefined;
+
+  const callHook = (name: string, hook: ((...args: never[]) => unknown) | undefined, ...args: unknown[]): unknown => {
+    if (hook === undefined) return undefined;
+    try {
+      return (hook as (...a: unknown[]) => unknown)(...args);
+    } catch (error) {
+      try { warnings.logger.warn(`[floodgate] the ${name} hook threw: ${error instanceof Error ? error.message : String(error)}`); } catch { /* ignore */ }
+      return undefined;
+    }
+  };
+
+  const onStoreFailure = (rule: CompiledRule<Raw>, error: FloodgateError, req: RateLimitRequest<Raw> | undefined): StoreErrorAction => {
+    const chosen = callHook("onStoreError", storeErrorHook, error, req);
+    return chosen === "allow" || chosen === "deny" || chosen === "fallback" ? chosen : storeErrorAction;
+  };
+
+  const fallbackOf = (rule: CompiledRule<Raw>): RateLimiter =>
+    rule.fallback ??= createRateLimiter({ policy: rule.policies, store: memoryStore(), prefix: rule.limiter.prefix, clock });
+
+  /** Calls the store with the deadline and the breaker; returns the decision and where it came from. */
+  const consume = async (
+    rule: CompiledRule<Raw>,
+    key: string,
+    cost: number,
+    req: RateLimitRequest<Raw>,
+  ): Promise<[Decision | undefined, RateLimitInfo["source"], FloodgateError | undefined]> => {
+    const breaker = rule.breaker;
+    const store = rule.limiter.store;
+    let error: FloodgateError;
+    const openMs = breaker === undefined ? 0 : breaker.openFor(clock());
+    if (openMs > 0) {
+      error = new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`);
+    } else {
+      try {
+        const pending = rule.limiter.limit(key, cost === 1 ? undefined : { cost });
+        const decision = timeoutMs === undefined ? await pending : await withTimeout(pending, timeoutMs, store.name);
+        breaker?.success();
+        return [decision, "store", undefined];
+      } catch (thrown) {
+        if (thrown instanceof FloodgateError && thrown.code === "INVALID_ARGUMENT") throw thrown;
+        error = toStoreError(thrown, store.name);
+        breaker?.failure(clock());
+      }
+    }
+    const action = onStoreFailure(rule, error, req);
+    if (action === "fallback") return [await fallbackOf(rule).limit(key, cost === 1 ? undefined : { cost }), "fallback", error];
+    return [undefined, action, error];
+  };
+
+  const refund = (rule: CompiledRule<Raw>, limiter: RateLimiter, key: string, cost: number): void => {
+    if (limiter === rule.limiter && rule.breaker !== undefined && rule.breaker.openFor(clock()) > 0) return;
+    let pending: Promise<void>;
+    try {
+      pending = limiter.refund(key, cost === 1 ? undefined : { cost });
+    } catch {
+      return;
+    }
+    const settled = timeoutMs === undefined ? pending : withTimeout(pending, timeoutMs, limiter.store.name);
+    settled.then(
+      () => { if (limiter === rule.limiter) rule.breaker?.success(); },
+      (thrown: unknown) => {
+        if (limiter === rule.limiter) rule.breaker?.failure(clock());
+        callHook("onStoreError", storeErrorHook, toStoreError(thrown, limiter.store.name), undefined);
+      },
+    );
+  };
+
+  const deniedResponse = async (
+    req: RateLimitRequest<Raw>,
+    result: RateLimitResult,
+    rule: CompiledRule<Raw>,
+    now: number,
+  ): Promise<DeniedResponse> => {
+    // A "deny" after a store failure has no figures: wait out the open circuit, or one second.
+    const retryAfter = result.decision === undefined
+      ? Math.max(1, Math.ceil((rule.breaker?.openFor(now) ?? 0) / 1000))
+      : retryAfterSeconds(result.decision, rule.policies, now);
+    const headers = result.headers;
+    headers.push(HEADER_NAMES.retryAfter, `${retryAfter}`);
+    if (o.handler !== undefined) {
+      const custom = await o.handler(req, result);
+      const out = [...headers];
+      let type: string | undefined;
+      for (const [name, value] of Object.entries(custom?.headers ?? {})) {
+        if (name.toLowerCase() === "content-type") type = value;
+        out.push(name, value);
+      }
+      const body = custom?.body;
+      const text = body === undefined || body === null ? null : typeof body === "string" ? body : JSON.stringify(body);
+      if (type === undefined && text !== null) out.push("Content-Type", typeof body === "string" ? "text/plain; charset=utf-8" : "application/json; charset=utf-8");
+      return { status: custom?.status ?? statusCode, headers: out, body: text };
+    }
+    return {
+      status: statusCode,
+      headers: [...headers, "Content-Type", contentType],
+      body: fixedBody ?? `${bodyHead}${retryAfter}${bodyTail}`,
+    };
+  };
+
+  const matchRule = (method: string, path: string): CompiledRule<Raw> | undefined => {
+    if (patternRules.length > 0) {
+      const normalized = normalizePath(path, caseSensitive);
+      for (const rule of patternRules) if (matchesPattern(rule.pattern!, method, normalized)) return rule;
+    }
+    return defaultRule;
+  };
+
+  return {
+    async check(raw: Raw, socketIp: string | undefined, ipResolved = false): Promise<RateLimitResult | undefined> {
+      requestsServed = true;
+      const method = access.method(raw).toUpperCase();
+      const path = access.path(raw);
+      const q = path.indexOf("?");
+      const fullPath = q === -1 ? path : path.slice(0, q);
+
+      // The client address, through trusted proxies only.
+      let client: ParsedIp | undefined;
+      let invalidIp: string | undefined;
+      if (ipResolved) {
+        client = socketIp === undefined ? undefined : parseIp(socketIp);
+        if (client === undefined) invalidIp = socketIp;
+      } else {
+        const found = resolveIp(socketIp, raw, access.header);
+        client = found.ip;
+        invalidIp = found.invalid;
+      }
+      if (invalidIp !== undefined) warnings.emit("invalidIp", `received ${describeValue(invalidIp)}`);
+      let ip: string | undefined;
+      let grouped: string | undefined;
+      if (client !== undefined) {
+        ip = formatIp(client);
+        grouped = groupIp(client, ipv6Subnet);
+      } else {
+        warnings.emit("noClientIp");
+      }
+      if (trustProxy === false && !ipResolved && warnings.pending("forwardedHeaderIgnored") &&
+        (access.header(raw, "x-forwarded-for") !== undefined || access.header(raw, "forwarded") !== undefined)) {
+        warnings.emit("forwardedHeaderIgnored");
+      }
+
+      const req = new RequestView(raw, method, fullPath, ip, access);
+      if (o.skip !== undefined) {
+        const skipped = o.skip(req);
+        if (isThenable(skipped) ? await skipped : skipped) return undefined;
+      }
+      if (allowIps.length > 0 && client !== undefined) {
+        for (const range of allowIps) if (inRange(client, range)) return undefined;
+      }
+      const rule = matchRule(method, fullPath);
+      if (rule === undefined) return undefined;
+
+      let key: string | undefined;
+      const keyFn = rule.key ?? o.key;
+      if (keyFn !== undefined) {
+        const k = keyFn(req);
+        key = isThenable(k) ? await k : k;
+      }
+      key = key === undefined || key === "" ? grouped ?? "unknown" : fitKey(key);
+      if (allowKeys.size > 0 && allowKeys.has(key)) return undefined;
+
+      let cost: number;
+      if (typeof rule.cost === "number") cost = rule.cost;
+      else {
+        const c = rule.cost(req);
+        cost = isThenable(c) ? await c : c;
+        if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0) {
+          throw new FloodgateError("INVALID_ARGUMENT", `${where}: the \`cost\` function returned ${describeValue(cost)}; expected a whole number >= 0.`);
+        }
+      }
+      if (cost === 0) return undefined;
+
+      // A double mount shows on every request: watching the first ones is enough, and keeps a
+      // WeakSet off the hot path afterwards.
+      if (rule.watched < DOUBLE_COUNT_WATCH && typeof raw === "object" && raw !== null && warnings.pending("doubleCount")) {
+        rule.watched++;
+        if (rule.seen.has(raw)) warnings.emit("doubleCount", `rule ${rule.name}, key ${describeValue(key)}`);
+        else rule.seen.add(raw);
+      }
+
+      const [decision, source, storeError] = await consume(rule, key, cost, req);
+      const now = clock();
+      const allowed = decision === undefined ? source === "allow" : decision.allowed;
+      const headers: string[] = [];
+      if (decision !== undefined && rule.writeHeaders !== undefined) rule.writeHeaders(decision, now, headers);
+      let settle: ((status: number) => void) | undefined;
+      if (refundWhen !== undefined && allowed && decision !== undefined) {
+        const charged = source === "fallback" ? rule.fallback! : rule.limiter;
+        settle = (status) => { if (refundWhen(status)) refund(rule, charged, key, cost); };
+      }
+      const result = new RateLimitResult(decision, key, rule.name, cost, source, storeError, allowed, headers, settle);
+      if (!allowed) result.response = await deniedResponse(req, result, rule, now);
+      callHook("onDecision", o.onDecision, result, req);
+      if (!allowed) callHook("onLimited", o.onLimited, result, req);
+      return result;
+    },
+  };
+}

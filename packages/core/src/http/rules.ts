@@ -1,0 +1,92 @@
+import { FloodgateError } from "../errors.ts";
+
+/** A compiled `"METHOD /path"` pattern. */
+export interface RoutePattern {
+  /** The pattern as written, e.g. `"GET /api/orders/:id"`. */
+  readonly source: string;
+  /** Upper-case method, or `undefined` for any method. */
+  readonly method: string | undefined;
+  readonly regex: RegExp;
+  /** Sort key: higher is more specific. */
+  readonly rank: readonly number[];
+}
+
+const METHOD = /^[A-Za-z]+$|^\*$/;
+const SEGMENT = /^(?:\*|:[A-Za-z_][A-Za-z0-9_]*|[^*:/]+)$/;
+
+/** Strips the query, decodes percent-escapes where safe, collapses `//`, drops a trailing `/`. */
+export function normalizePath(path: string, caseSensitive: boolean): string {
+  let p = path;
+  const q = p.indexOf("?");
+  if (q !== -1) p = p.slice(0, q);
+  if (p.includes("%")) {
+    try {
+      p = decodeURI(p);
+    } catch {
+      // Malformed escapes: match the raw text.
+    }
+  }
+  if (p.includes("//")) p = p.replace(/\/{2,}/g, "/");
+  if (p.length > 1 && p.endsWith("/")) p = p.slice(0, -1);
+  if (p[0] !== "/") p = `/${p}`;
+  return caseSensitive ? p : p.toLowerCase();
+}
+
+const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * Compiles `"GET /api/orders/:id"`, `"POST /login"`, `"* /api/*"` or `"/api/*"` (any method).
+ * `:name` matches one non-empty segment; `*` one segment, or as the last segment any rest
+ * (including none).
+ */
+export function compilePattern(source: string, caseSensitive: boolean): RoutePattern {
+  const text = source.trim();
+  const space = text.indexOf(" ");
+  const methodText = space === -1 ? "*" : text.slice(0, space);
+  const pathText = space === -1 ? text : text.slice(space + 1).trim();
+  const invalid = (why: string): FloodgateError =>
+    new FloodgateError(
+      "INVALID_OPTION",
+      `invalid rule ${JSON.stringify(source)}: ${why}; expected "METHOD /path" (or "/path" for any method) where a segment is literal text, ":name" or "*", or "default".`,
+    );
+  if (!METHOD.test(methodText)) throw invalid(`method ${JSON.stringify(methodText)} is not a method name or *`);
+  if (pathText[0] !== "/") throw invalid("the path must start with /");
+  const segments = normalizePath(pathText, true).split("/").slice(1).filter((s, i, all) => s !== "" || all.length > 1);
+  let regex = "^";
+  const rank: number[] = [];
+  segments.forEach((segment, i) => {
+    if (segment === "") return;
+    if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} mixes * or : with text`);
+    const last = i === segments.length - 1;
+    if (segment === "*") {
+      regex += last ? "(?:/.*)?" : "/[^/]+";
+      rank.push(last ? 0 : 1);
+    } else if (segment[0] === ":") {
+      regex += "/[^/]+";
+      rank.push(2);
+    } else {
+      regex += `/${escapeRegex(caseSensitive ? segment : segment.toLowerCase())}`;
+      rank.push(3);
+    }
+  });
+  if (segments.length === 0 || (segments.length === 1 && segments[0] === "")) regex += "/";
+  regex += "$";
+  const method = methodText === "*" ? undefined : methodText.toUpperCase();
+  return { source, method, regex: new RegExp(regex), rank: [...rank, method === undefined ? 0 : 1] };
+}
+
+/** Orders patterns most specific first: per segment literal > :param > * > trailing *, then longer, then with a method. */
+export function compareSpecificity(a: RoutePattern, b: RoutePattern): number {
+  const n = Math.max(a.rank.length, b.rank.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.rank[i] ?? -1;
+    const y = b.rank[i] ?? -1;
+    if (x !== y) return y - x;
+  }
+  return 0;
+}
+
+/** True when the pattern matches a method and an already-normalised path. */
+export function matchesPattern(pattern: RoutePattern, method: string, normalizedPath: string): boolean {
+  return (pattern.method === undefined || pattern.method === method) && pattern.regex.test(normalizedPath);
+}

@@ -1,0 +1,87 @@
+import { FIELDS_PER_POLICY, NEVER } from "../algorithms.ts";
+import type { StoreResult } from "../store.ts";
+
+interface Denial {
+  /** The policy set the denial was computed for. */
+  readonly set: number;
+  readonly cost: number;
+  /** Time (on the cache's clock) when the request was sent. */
+  readonly at: number;
+  /** Until this time (same clock, exclusive) the store is certain to deny `cost` or more. */
+  readonly until: number;
+  readonly result: StoreResult;
+  /** The policies' limits, to mark a larger cost as never admissible. */
+  readonly limits: readonly number[];
+}
+
+/**
+ * Remembers identifiers the store denied, to answer further `consume`s of them locally, with
+ * zero round trips, while the store is certain to deny them too. Bounded (oldest entry evicted
+ * first), no timers: an entry is dropped when found stale.
+ *
+ * Certainty: a denial with `retryAfterMs` r means the request fits no earlier than r ms after the
+ * script ran (r is the exact wait rounded up to a whole ms, so the wait exceeds r − 1 ms), and
+ * the script ran after the request was sent. So until `sentAt + r − 1` every request of this
+ * process costing at least as much is denied too — unless another process resets or refunds
+ * the identifier, which this cache cannot see. This process's own reset/refund clear the entry.
+ */
+export class DenyCache {
+  readonly #entries = new Map<string, Denial>();
+  readonly #maxKeys: number;
+
+  constructor(maxKeys: number) {
+    this.#maxKeys = maxKeys;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The locally derived denial for `cost` at `now`, or undefined when the store must decide. */
+  check(key: string, set: number, cost: number, now: number): StoreResult | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    if (now >= entry.until || now < entry.at) {
+      // Stale, or the clock stepped back past the denial: let the store decide.
+      this.#entries.delete(key);
+      return undefined;
+    }
+    if (entry.set !== set || cost < entry.cost) return undefined;
+    const out = entry.result.slice();
+    const elapsed = now - entry.at;
+    for (let p = 0, i = 1; p < entry.limits.length; p++, i += FIELDS_PER_POLICY) {
+      if (cost > entry.limits[p]!) {
+        out[i] = 0;
+        out[i + 3] = NEVER;
+      } else if (out[i] === 0 && out[i + 3] !== NEVER) {
+        out[i + 3] = Math.max(1, Math.ceil(out[i + 3]! - elapsed));
+      }
+    }
+    out[0] = 0;
+    return out;
+  }
+
+  /** Records a denial of `cost` sent at `sentAt`. */
+  remember(key: string, set: number, cost: number, sentAt: number, result: StoreResult, limits: readonly number[]): void {
+    let wait = 0;
+    for (let i = 1; i < result.length; i += FIELDS_PER_POLICY) {
+      if (result[i] !== 0) continue;
+      const retry = result[i + 3]!;
+      const w = retry === NEVER ? Infinity : retry - 1;
+      if (w > wait) wait = w;
+    }
+    if (wait <= 0) return;
+    const entries = this.#entries;
+    entries.delete(key);
+    if (entries.size >= this.#maxKeys) entries.delete(entries.keys().next().value as string);
+    entries.set(key, { set, cost, at: sentAt, until: sentAt + wait, result, limits });
+  }
+
+  forget(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}

@@ -1,0 +1,70 @@
+import * as z from "zod/mini";
+import { describeValue, FloodgateError } from "../errors.ts";
+import { parseOptions } from "../validation.ts";
+import { SCRIPT_STORE_ACCEPTED, ScriptStore, scriptStoreShape, type RedisScriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
+
+/** The part of an ioredis client (`Redis` or `Cluster`) the store uses. */
+export interface IORedisLike {
+  evalsha(sha1: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  del(...keys: string[]): Promise<unknown>;
+}
+
+/** The part of a node-redis v5/v6 client (`createClient()` or `createCluster()`) the store uses. */
+export interface NodeRedisLike {
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  del(keys: string[]): Promise<unknown>;
+}
+
+/** Options of {@link redisStore}. */
+export interface RedisStoreOptions extends ScriptStoreOptions {
+  /** A connected ioredis `Redis` or `Cluster`, or a node-redis v5/v6 client or cluster. */
+  client: IORedisLike | NodeRedisLike;
+}
+
+const ACCEPTED = {
+  client: "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
+  ...SCRIPT_STORE_ACCEPTED,
+};
+const schema = z.strictObject({ client: z.any(), ...scriptStoreShape });
+
+/**
+ * Creates a store that keeps limiter state in Redis, Valkey or Redis Cluster over TCP, through
+ * the caller's ioredis or node-redis client. Each decision is one atomic Lua script call
+ * (EVALSHA; EVAL only when the server answers NOSCRIPT), on the Redis server's clock.
+ *
+ * @param options.client - ioredis `Redis`/`Cluster` or node-redis client (the caller owns it)
+ * @param options.clock - `"server"` (default) or `"local"`
+ * @param options.denyCache - answer already-denied identifiers locally (default `true`)
+ * @param options.denyCacheMaxKeys - bound of the deny cache (default 10,000)
+ * @example
+ * import { Redis } from "ioredis";
+ * const limiter = createRateLimiter({
+ *   policy: [tokenBucket({ capacity: 20, refillRate: 5 }), fixedWindow({ limit: 1000, window: "1d" })],
+ *   store: redisStore({ client: new Redis(process.env.REDIS_URL) }),
+ * });
+ */
+export function redisStore(options: RedisStoreOptions): RedisScriptStore {
+  const o = parseOptions(schema, options, "redisStore()", ACCEPTED);
+  const client = o.client as Partial<IORedisLike & NodeRedisLike> | null;
+  let transport: ScriptTransport;
+  if (typeof client === "object" && client !== null && typeof client.evalSha === "function" && typeof client.eval === "function" && typeof client.del === "function") {
+    const c = client as NodeRedisLike;
+    transport = {
+      evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args }),
+      eval: (source, keys, args) => c.eval(source, { keys, arguments: args }),
+      del: (keys) => c.del(keys),
+    };
+  } else if (typeof client === "object" && client !== null && typeof client.evalsha === "function" && typeof client.eval === "function" && typeof client.del === "function") {
+    const c = client as IORedisLike;
+    transport = {
+      evalsha: (sha, keys, args) => c.evalsha(sha, keys.length, ...keys, ...args),
+      eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
+      del: (keys) => c.del(...keys),
+    };
+  } else {
+    throw new FloodgateError("INVALID_OPTION", `redisStore(): invalid option \`client\`: received ${describeValue(o.client)}; expected ${ACCEPTED.client}.`);
+  }
+  return new ScriptStore("redis", transport, o);
+}

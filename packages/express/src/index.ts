@@ -1,0 +1,63 @@
+/**
+ * @module
+ * Floodgate rate limiting for Express 4 and 5: a translation layer over `@floodgate/core`.
+ */
+import { createHttpRateLimiter, settleOnClose, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** Floodgate's decision for this request (absent when skipped or allow-listed). */
+      rateLimit?: RateLimitInfo;
+    }
+  }
+}
+
+/** Options of {@link rateLimit}: the shared HTTP options, with the Express request as `raw`. */
+export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>;
+
+const ACCESS: RequestAccess<Request> = {
+  method: (req) => req.method,
+  // The full path even when mounted (`app.use("/api/", ...)` makes `req.path` mount-relative).
+  path: (req) => req.originalUrl ?? req.url,
+  header: (req, name) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value.join(", ") : value;
+  },
+};
+
+/**
+ * Rate-limiting middleware for Express 4 and 5. Options are validated here, once; the decision
+ * is readable as `req.rateLimit`. With no `trustProxy` option, the app's `trust proxy` setting
+ * decides (through `req.ip`).
+ *
+ * @example
+ * app.use("/api/", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }) }));
+ */
+export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
+  const limiter = createHttpRateLimiter(options, ACCESS);
+  const userTrust = options?.trustProxy !== undefined;
+  return function floodgateRateLimit(req: Request, res: Response, next: NextFunction): void {
+    // When the user sets nothing and the app trusts proxies, Express has resolved `req.ip` already.
+    const appTrust = !userTrust && Boolean(req.app?.get("trust proxy"));
+    limiter.check(req, appTrust ? req.ip : req.socket.remoteAddress, appTrust).then((result) => {
+      if (result === undefined) return next();
+      req.rateLimit = result;
+      const headers = result.headers;
+      if (!result.allowed) {
+        const denied = result.response!;
+        res.status(denied.status);
+        for (let i = 0; i < denied.headers.length; i += 2) res.setHeader(denied.headers[i]!, denied.headers[i + 1]!);
+        res.end(denied.body);
+        return;
+      }
+      for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
+      settleOnClose(result, res);
+      next();
+    }, next);
+  };
+}
+
+export type { RateLimitInfo } from "@floodgate/core";

@@ -1,0 +1,67 @@
+/**
+ * @module
+ * Floodgate rate limiting for Hono: a translation layer over `@floodgate/core`.
+ */
+import { createHttpRateLimiter, toFetchResponse, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import type { Context, MiddlewareHandler } from "hono";
+
+declare module "hono" {
+  interface ContextVariableMap {
+    /** Floodgate's decision for this request (absent when skipped or allow-listed). */
+    rateLimit: RateLimitInfo;
+  }
+}
+
+/** Options of {@link rateLimit}: the shared HTTP options, plus the runtime's `getConnInfo`. */
+export interface HonoRateLimitOptions extends HttpRateLimitOptions<Context> {
+  /**
+   * The runtime's `getConnInfo` (from `hono/bun`, `hono/deno`, `@hono/node-server/conninfo`,
+   * `hono/cloudflare-workers`...), giving the socket address. Default: the Node server's socket
+   * when running on `@hono/node-server`, else none.
+   */
+  getConnInfo?: (c: Context) => { remote: { address?: string } };
+}
+
+const ACCESS: RequestAccess<Context> = {
+  method: (c) => c.req.method,
+  path: (c) => c.req.path,
+  header: (c, name) => c.req.header(name),
+};
+
+/** `@hono/node-server` puts the Node request in `c.env.incoming`. */
+const nodeSocketIp = (c: Context): string | undefined =>
+  (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress;
+
+/**
+ * Rate-limiting middleware for Hono. Options are validated here, once; the decision is readable
+ * as `c.get("rateLimit")`.
+ *
+ * @example
+ * import { getConnInfo } from "@hono/node-server/conninfo";
+ * app.use("*", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }), getConnInfo }));
+ */
+export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
+  const isObject = typeof options === "object" && options !== null;
+  const { getConnInfo, ...rest } = isObject ? options : ({} as HonoRateLimitOptions);
+  const limiter = createHttpRateLimiter(isObject ? rest : options, ACCESS);
+  const socketIp = getConnInfo === undefined ? nodeSocketIp : (c: Context) => getConnInfo(c).remote.address;
+  return async function floodgateRateLimit(c, next) {
+    const result = await limiter.check(c, socketIp(c));
+    if (result === undefined) return next();
+    c.set("rateLimit", result);
+    if (!result.allowed) return toFetchResponse(result);
+    await next();
+    if (result.settles) result.settle(c.res.status);
+    // After the handler, so a raw Response it returns gets them too.
+    const headers = result.headers;
+    const target = c.res.headers;
+    try {
+      for (let i = 0; i < headers.length; i += 2) target.set(headers[i]!, headers[i + 1]!);
+    } catch {
+      c.res = new Response(c.res.body, c.res); // immutable headers (a proxied fetch response)
+      for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
+    }
+  };
+}
+
+export type { RateLimitInfo } from "@floodgate/core";

@@ -1,0 +1,51 @@
+/**
+ * @module
+ * Floodgate rate limiting for Koa: a translation layer over `@floodgate/core`.
+ */
+import { createHttpRateLimiter, settleOnClose, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import type { Context, Middleware, Next } from "koa";
+
+/** Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw`. */
+export type KoaRateLimitOptions = HttpRateLimitOptions<Context>;
+
+const ACCESS: RequestAccess<Context> = {
+  method: (ctx) => ctx.method,
+  // The full path even under a mounted sub-app (koa-mount rewrites `ctx.path`).
+  path: (ctx) => ctx.originalUrl ?? ctx.url,
+  header: (ctx, name) => {
+    const value = ctx.req.headers[name];
+    return Array.isArray(value) ? value.join(", ") : value;
+  },
+};
+
+/**
+ * Rate-limiting middleware for Koa. Options are validated here, once; the decision is readable
+ * as `ctx.state.rateLimit`.
+ *
+ * @example
+ * app.use(rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }) }));
+ */
+export function rateLimit(options: KoaRateLimitOptions): Middleware {
+  const limiter = createHttpRateLimiter(options, ACCESS);
+  const userTrust = options?.trustProxy !== undefined;
+  return async function floodgateRateLimit(ctx: Context, next: Next): Promise<void> {
+    // With no trustProxy option, Koa's own `app.proxy` setting decides (through `ctx.ip`).
+    const appTrust = !userTrust && ctx.app.proxy;
+    const result = await limiter.check(ctx, appTrust ? ctx.ip : ctx.req.socket.remoteAddress, appTrust);
+    if (result === undefined) return next();
+    ctx.state.rateLimit = result;
+    if (!result.allowed) {
+      const denied = result.response!;
+      ctx.status = denied.status;
+      for (let i = 0; i < denied.headers.length; i += 2) ctx.set(denied.headers[i]!, denied.headers[i + 1]!);
+      ctx.body = denied.body;
+      return;
+    }
+    const headers = result.headers;
+    for (let i = 0; i < headers.length; i += 2) ctx.set(headers[i]!, headers[i + 1]!);
+    settleOnClose(result, ctx.res);
+    await next();
+  };
+}
+
+export type { RateLimitInfo } from "@floodgate/core";

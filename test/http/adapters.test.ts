@@ -1,0 +1,135 @@
+// What only some integrations have: Express's `trust proxy`, the decision exposed to handlers,
+// refunds when the client disconnects early, Hono on a real Node server, and the architecture check.
+import { spawnSync } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { createRateLimiter, fixedWindow } from "@floodgate/core";
+import { rateLimit as expressRateLimit } from "@floodgate/express";
+import { rateLimit as honoRateLimit } from "@floodgate/hono";
+import { rateLimit as koaRateLimit } from "@floodgate/koa";
+import { serve } from "@hono/node-server";
+import { getConnInfo } from "@hono/node-server/conninfo";
+import express from "express";
+import { Hono } from "hono";
+import Koa from "koa";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { expressTarget } from "./targets.ts";
+
+const policy = fixedWindow({ limit: 1, window: "1m" });
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await new Promise((resolve) => { s.closeAllConnections(); s.close(resolve); });
+});
+
+async function listen(server: Server): Promise<string> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe("express", () => {
+  it("honours the app's `trust proxy` when trustProxy is not set", async () => {
+    const app = await expressTarget.start({ policy, warnings: false }, { expressTrustProxy: 1 });
+    try {
+      expect((await app.send("/api/x", { headers: { "x-forwarded-for": "198.51.100.1" } })).status).toBe(200);
+      expect((await app.send("/api/x", { headers: { "x-forwarded-for": "198.51.100.2" } })).status).toBe(200);
+      const again = await app.send("/api/x", { headers: { "x-forwarded-for": "198.51.100.1" } });
+      expect(again.status).toBe(429);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("exposes req.rateLimit to later handlers", async () => {
+    const app = await expressTarget.start({ policy: fixedWindow({ limit: 3, window: "1m" }), warnings: false });
+    try {
+      const body = JSON.parse((await app.send("/api/x")).body);
+      expect(body.rateLimit).toMatchObject({ allowed: true, limit: 3, remaining: 2, key: "127.0.0.1", rule: "default" });
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/** A route that answers only when told to; the client aborts first. */
+async function disconnectRefund(build: (limiter: ReturnType<typeof createRateLimiter>, arrived: () => void) => Server) {
+  const limiter = createRateLimiter({ policy });
+  let arrived!: () => void;
+  const reached = new Promise<void>((resolve) => { arrived = resolve; });
+  const base = await listen(build(limiter, arrived));
+  const abort = new AbortController();
+  const pending = fetch(`${base}/api/slow`, { signal: abort.signal }).catch(() => "aborted");
+  await reached;
+  expect((await limiter.peek("127.0.0.1")).remaining).toBe(0);
+  abort.abort();
+  expect(await pending).toBe("aborted");
+  await vi.waitFor(async () => expect((await limiter.peek("127.0.0.1")).remaining).toBe(1));
+}
+
+describe("refund when the client disconnects early (skipFailedRequests)", () => {
+  it("express", async () => {
+    await disconnectRefund((limiter, arrived) => {
+      const app = express();
+      app.use("/api/", expressRateLimit({ limiter, skipFailedRequests: true, warnings: false }));
+      app.get("/api/slow", () => arrived());
+      return createServer(app);
+    });
+  });
+
+  it("koa", async () => {
+    await disconnectRefund((limiter, arrived) => {
+      const app = new Koa();
+      app.use(koaRateLimit({ limiter, skipFailedRequests: true, warnings: false }));
+      app.use(async (ctx) => {
+        arrived();
+        await new Promise((resolve) => ctx.req.once("close", resolve));
+        ctx.body = "late";
+      });
+      return createServer(app.callback());
+    });
+  });
+});
+
+describe("koa", () => {
+  it("exposes ctx.state.rateLimit", async () => {
+    const app = new Koa();
+    app.use(koaRateLimit({ policy: fixedWindow({ limit: 3, window: "1m" }), warnings: false }));
+    app.use((ctx) => { ctx.body = { remaining: ctx.state.rateLimit.remaining }; });
+    const base = await listen(createServer(app.callback()));
+    expect(await (await fetch(`${base}/x`)).json()).toEqual({ remaining: 2 });
+  });
+});
+
+describe("hono", () => {
+  it("on @hono/node-server: the socket address by default, or the runtime's getConnInfo", async () => {
+    for (const options of [{}, { getConnInfo }]) {
+      const app = new Hono();
+      app.use(honoRateLimit({ policy, warnings: false, ...options }));
+      app.get("/", (c) => c.json({ key: c.get("rateLimit").key }));
+      const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
+      servers.push(server);
+      await new Promise<void>((resolve) => (server.listening ? resolve() : server.once("listening", resolve)));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      expect(await (await fetch(base)).json()).toEqual({ key: "127.0.0.1" });
+      expect((await fetch(base)).status).toBe(429);
+    }
+  });
+});
+
+describe("architecture", () => {
+  it("core imports no node:* or framework; adapters import only @floodgate/core", () => {
+    const script = fileURLToPath(new URL("../../scripts/check-boundaries.mjs", import.meta.url));
+    const run = spawnSync(process.execPath, [script], { encoding: "utf8" });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+  });
+
+  it("each adapter stays a translation layer (under 100 lines)", async () => {
+    const { readFileSync } = await import("node:fs");
+    for (const pkg of ["hono", "express", "koa"]) {
+      const lines = readFileSync(fileURLToPath(new URL(`../../packages/${pkg}/src/index.ts`, import.meta.url)), "utf8").split("\n").length;
+      expect(lines, pkg).toBeLessThan(100);
+    }
+  });
+});

@@ -1,0 +1,419 @@
+// ONE scenario table, run against the four real integrations: Hono (app.request), Express and
+// Koa (listening on 127.0.0.1, port 0) and the fetch wrapper (real Request objects). Time is
+// injected; nothing sleeps to wait for a window.
+import { fixedWindow, tokenBucket, type HttpRateLimitOptions } from "@floodgate/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { createEnv, draftHeaders, flakyStore, hasRateLimitHeaders, ietfHeaders, legacyHeaders, T0, type Env } from "./support.ts";
+import { TARGETS, type App } from "./targets.ts";
+
+interface Scenario {
+  name: string;
+  options: (env: Env) => HttpRateLimitOptions<any>;
+  run: (app: App, env: Env) => Promise<void>;
+}
+
+const perMinute = (limit: number, name?: string) => fixedWindow({ limit, window: "1m", ...(name === undefined ? {} : { name }) });
+const DEFAULT_BODY = (retryAfter: number) =>
+  ({ error: { code: "RATE_LIMITED", message: "Too many requests. Please retry after the Retry-After period.", retryAfter } });
+const xff = (value: string) => ({ headers: { "x-forwarded-for": value } });
+
+/** Options every scenario gets: the injected clock, the recording logger and the hooks. */
+const base = (env: Env): HttpRateLimitOptions<any> => ({
+  clock: env.clock,
+  logger: env.logger,
+  warnings: { limiterPerRequest: false },
+  onDecision: (info) => { env.decisions.push(info); },
+  onLimited: (info) => { env.limited.push(info); },
+});
+
+async function sendMany(app: App, n: number, path: string, options?: Parameters<App["send"]>[1]): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < n; i++) statuses.push((await app.send(path, options)).status);
+  return statuses;
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: "allows under the limit, with legacy and current-draft headers by default",
+    options: () => ({ policy: perMinute(3) }),
+    async run(app) {
+      const reply = await app.send("/api/items");
+      expect(reply.status).toBe(200);
+      expect(legacyHeaders(reply.headers)).toEqual({ limit: 3, used: 1, remaining: 2, reset: new Date(T0 + 60_000) });
+      expect(ietfHeaders(reply.headers)).toEqual({ "3-per-1m": { q: 3, w: 60, r: 2, t: 60 } });
+      expect(reply.headers.has("retry-after")).toBe(false);
+    },
+  },
+  {
+    name: "denies at N+1 with 429, the default body and every header; allows again after the window",
+    options: () => ({ policy: perMinute(3) }),
+    async run(app, env) {
+      expect(await sendMany(app, 3, "/api/items")).toEqual([200, 200, 200]);
+      env.advance(15_000);
+      const reply = await app.send("/api/items");
+      expect(reply.status).toBe(429);
+      expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(JSON.parse(reply.body)).toEqual(DEFAULT_BODY(45));
+      expect(reply.headers.get("retry-after")).toBe("45");
+      expect(legacyHeaders(reply.headers)).toEqual({ limit: 3, used: 3, remaining: 0, reset: new Date(T0 + 60_000) });
+      expect(ietfHeaders(reply.headers)).toEqual({ "3-per-1m": { q: 3, w: 60, r: 0, t: 45 } });
+      env.advance(45_000);
+      expect((await app.send("/api/items")).status).toBe(200);
+    },
+  },
+  {
+    name: "Retry-After is whole seconds rounded up",
+    options: () => ({ policy: perMinute(1) }),
+    async run(app, env) {
+      await app.send("/api/x");
+      env.advance(58_500);
+      const reply = await app.send("/api/x");
+      expect(reply.headers.get("retry-after")).toBe("2");
+      expect(JSON.parse(reply.body).error.retryAfter).toBe(2);
+    },
+  },
+  {
+    name: "tiers: the most specific rule matches the full path; default for the rest",
+    options: () => ({
+      rules: {
+        "/api/*": perMinute(5, "api"),
+        "GET /api/search": perMinute(2, "search"),
+        "POST /api/orders/:id": perMinute(1, "orders"),
+        default: perMinute(9, "rest"),
+      },
+    }),
+    async run(app) {
+      expect(await sendMany(app, 3, "/api/search?q=x")).toEqual([200, 200, 429]);
+      expect((await app.send("/api/search/")).status).toBe(429); // trailing slash: same route
+      expect((await app.send("/api/SEARCH")).status).toBe(429); // case-insensitive by default
+      expect(await sendMany(app, 2, "/api/orders/7", { method: "POST" })).toEqual([200, 429]);
+      const other = await app.send("/api/orders/7"); // GET: falls to "/api/*"
+      expect(Object.keys(ietfHeaders(other.headers))).toEqual(["api"]);
+      expect(Object.keys(ietfHeaders((await app.send("/api/search", { method: "POST" })).headers))).toEqual(["api"]);
+    },
+  },
+  {
+    name: "keys of different rules never collide, even when the key and policy names are equal",
+    options: () => ({
+      key: () => "user-1",
+      rules: { "GET /api/a": perMinute(1, "same"), "GET /api/b": perMinute(1, "same") },
+    }),
+    async run(app, env) {
+      expect((await app.send("/api/a")).status).toBe(200);
+      expect((await app.send("/api/b")).status).toBe(200);
+      expect((await app.send("/api/a")).status).toBe(429);
+      expect(env.decisions.map((d) => [d.rule, d.key])).toEqual([["GET /api/a", "user-1"], ["GET /api/b", "user-1"], ["GET /api/a", "user-1"]]);
+      expect((await app.send("/api/c")).status).toBe(200); // no rule, no default: not limited
+    },
+  },
+  {
+    name: "a rule carries its own key and cost",
+    options: () => ({
+      rules: {
+        "POST /api/upload": { policy: perMinute(10), cost: 4, key: (req) => req.header("x-api-key") },
+        default: perMinute(100),
+      },
+    }),
+    async run(app) {
+      const send = (key: string) => app.send("/api/upload", { method: "POST", headers: { "x-api-key": key } });
+      expect(legacyHeaders((await send("k1")).headers)?.remaining).toBe(6);
+      expect(legacyHeaders((await send("k1")).headers)?.remaining).toBe(2);
+      expect((await send("k1")).status).toBe(429);
+      expect(legacyHeaders((await send("k2")).headers)?.remaining).toBe(6);
+      expect(legacyHeaders((await app.send("/api/other")).headers)?.remaining).toBe(99);
+    },
+  },
+  {
+    name: "cost(req): charged whole; 0 is not counted and gets no headers",
+    options: () => ({ policy: perMinute(5), cost: (req) => Number(req.header("x-cost") ?? 1) }),
+    async run(app) {
+      const free = await app.send("/api/x", { headers: { "x-cost": "0" } });
+      expect(free.status).toBe(200);
+      expect(hasRateLimitHeaders(free.headers)).toBe(false);
+      expect(legacyHeaders((await app.send("/api/x", { headers: { "x-cost": "3" } })).headers)?.remaining).toBe(2);
+      expect((await app.send("/api/x", { headers: { "x-cost": "3" } })).status).toBe(429);
+      expect(legacyHeaders((await app.send("/api/x", { headers: { "x-cost": "2" } })).headers)?.remaining).toBe(0);
+    },
+  },
+  {
+    name: "skip(req): neither counted nor given headers",
+    options: () => ({ policy: perMinute(1), skip: (req) => req.header("x-internal") === "1" }),
+    async run(app) {
+      for (let i = 0; i < 3; i++) {
+        const reply = await app.send("/api/x", { headers: { "x-internal": "1" } });
+        expect(reply.status).toBe(200);
+        expect(hasRateLimitHeaders(reply.headers)).toBe(false);
+      }
+      expect(await sendMany(app, 2, "/api/x")).toEqual([200, 429]);
+    },
+  },
+  {
+    name: "allowList: IPs, CIDR ranges and keys are never limited",
+    options: () => ({
+      policy: perMinute(1),
+      trustProxy: 1,
+      allowList: ["10.0.0.0/8", "2001:db8::/32", "198.51.100.20", "vip-key"],
+      key: (req) => req.header("x-api-key"),
+    }),
+    async run(app) {
+      expect(await sendMany(app, 3, "/api/x", xff("10.1.2.3"))).toEqual([200, 200, 200]);
+      expect(await sendMany(app, 2, "/api/x", xff("2001:db8:ff::1"))).toEqual([200, 200]);
+      expect(await sendMany(app, 2, "/api/x", xff("::ffff:198.51.100.20"))).toEqual([200, 200]);
+      expect(await sendMany(app, 2, "/api/x", { headers: { "x-api-key": "vip-key", "x-forwarded-for": "203.0.113.1" } })).toEqual([200, 200]);
+      expect(hasRateLimitHeaders((await app.send("/api/x", xff("10.9.9.9"))).headers)).toBe(false);
+      expect(await sendMany(app, 2, "/api/x", xff("203.0.113.9"))).toEqual([200, 429]);
+    },
+  },
+  {
+    name: "skipFailedRequests refunds responses >= 400, once each",
+    options: () => ({ policy: perMinute(2), skipFailedRequests: true }),
+    async run(app) {
+      expect(await sendMany(app, 4, "/api/x", { status: 500 })).toEqual([500, 500, 500, 500]);
+      expect(await sendMany(app, 3, "/api/x", { status: 200 })).toEqual([200, 200, 429]);
+    },
+  },
+  {
+    name: "skipSuccessfulRequests refunds responses < 400, never below zero",
+    options: () => ({ policy: perMinute(2), skipSuccessfulRequests: true }),
+    async run(app) {
+      for (let i = 0; i < 4; i++) expect(legacyHeaders((await app.send("/api/x")).headers)?.remaining).toBe(1);
+      expect(await sendMany(app, 3, "/api/x", { status: 404 })).toEqual([404, 404, 429]);
+    },
+  },
+  {
+    name: "untrusted proxy: X-Forwarded-For is ignored (the socket is the key) and warned about once",
+    options: () => ({ policy: perMinute(1) }),
+    async run(app, env) {
+      expect((await app.send("/api/x", xff("1.1.1.1"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("2.2.2.2"))).status).toBe(429);
+      expect(env.decisions.map((d) => d.key)).toEqual(["127.0.0.1", "127.0.0.1"]);
+      expect(env.logs.filter((l) => l.includes("forwardedHeaderIgnored"))).toHaveLength(1);
+    },
+  },
+  {
+    name: "trusted hop count: the chain is read from the right, so a forged left entry changes nothing",
+    options: () => ({ policy: perMinute(1), trustProxy: 1 }),
+    async run(app, env) {
+      expect((await app.send("/api/x", xff("6.6.6.6, 1.1.1.1"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("7.7.7.7, 1.1.1.1"))).status).toBe(429);
+      expect((await app.send("/api/x", xff("1.1.1.2"))).status).toBe(200);
+      expect(env.decisions.map((d) => d.key)).toEqual(["1.1.1.1", "1.1.1.1", "1.1.1.2"]);
+      expect(env.logs).toEqual([]);
+    },
+  },
+  {
+    name: "trusted proxy list (IPs and CIDRs): the first untrusted hop from the right is the client",
+    options: () => ({ policy: perMinute(5), trustProxy: ["127.0.0.1", "10.0.0.0/8"] }),
+    async run(app, env) {
+      await app.send("/api/x", xff("192.0.2.1, 198.51.100.7, 10.0.0.2, 10.3.0.1"));
+      await app.send("/api/x", xff("198.51.100.8:4711"));
+      expect(env.decisions.map((d) => d.key)).toEqual(["198.51.100.7", "198.51.100.8"]);
+    },
+  },
+  {
+    name: "RFC 7239 Forwarded, IPv6 with port, grouped by /64",
+    options: () => ({ policy: perMinute(5), trustProxy: 1, proxyHeader: "forwarded" }),
+    async run(app, env) {
+      await app.send("/api/x", { headers: { forwarded: 'for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711"' } });
+      expect(env.decisions.map((d) => d.key)).toEqual(["2001:db8:cafe::/64"]);
+    },
+  },
+  {
+    name: "IPv6 grouped by ipv6Subnet; IPv4-mapped becomes IPv4; zone ids stripped",
+    options: () => ({ policy: perMinute(1), trustProxy: 1 }),
+    async run(app, env) {
+      expect((await app.send("/api/x", xff("2001:db8:1:2::1"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("2001:DB8:1:2:ffff::9"))).status).toBe(429);
+      expect((await app.send("/api/x", xff("2001:db8:1:3::1"))).status).toBe(200);
+      await app.send("/api/x", xff("::ffff:198.51.100.1"));
+      await app.send("/api/x", xff("fe80::1%eth0"));
+      expect(env.decisions.map((d) => d.key)).toEqual(["2001:db8:1:2::/64", "2001:db8:1:2::/64", "2001:db8:1:3::/64", "198.51.100.1", "fe80::/64"]);
+    },
+  },
+  {
+    name: "ipv6Subnet: 56 groups wider",
+    options: () => ({ policy: perMinute(1), trustProxy: 1, ipv6Subnet: 56 }),
+    async run(app, env) {
+      expect((await app.send("/api/x", xff("2001:db8:1:2::1"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("2001:db8:1:ff::1"))).status).toBe(429);
+      expect(env.decisions[0]!.key).toBe("2001:db8:1::/56");
+    },
+  },
+  {
+    name: "a forwarded entry that is not an IP: keyed by the proxy that passed it on, warned once",
+    options: () => ({ policy: perMinute(5), trustProxy: 1 }),
+    async run(app, env) {
+      await app.send("/api/x", xff("not-an-ip"));
+      await app.send("/api/x", xff("<script>"));
+      expect(env.decisions.map((d) => d.key)).toEqual(["127.0.0.1", "127.0.0.1"]);
+      expect(env.logs.filter((l) => l.includes("invalidIp"))).toHaveLength(1);
+    },
+  },
+  {
+    name: "store failure, fallback (default): a local limiter with the same policies",
+    options: (env) => ({ store: flakyStore("throw"), policy: perMinute(2), onStoreError: (error) => { env.storeErrors.push(error); } }),
+    async run(app, env) {
+      expect(await sendMany(app, 3, "/api/x")).toEqual([200, 200, 429]);
+      expect(env.decisions.map((d) => d.source)).toEqual(["fallback", "fallback", "fallback"]);
+      expect(env.storeErrors[0]!.code).toBe("STORE_ERROR");
+      expect(env.storeErrors[0]!.message).toContain("connection refused");
+    },
+  },
+  {
+    name: "store failure, allow: passes without rate-limit headers",
+    options: () => ({ store: flakyStore("throw"), policy: perMinute(1), onStoreError: "allow" }),
+    async run(app, env) {
+      const replies = [await app.send("/api/x"), await app.send("/api/x")];
+      expect(replies.map((r) => r.status)).toEqual([200, 200]);
+      expect(replies.some((r) => hasRateLimitHeaders(r.headers))).toBe(false);
+      expect(env.decisions.map((d) => d.source)).toEqual(["allow", "allow"]);
+    },
+  },
+  {
+    name: "store failure, deny: 429 with Retry-After and the default body",
+    options: () => ({ store: flakyStore("throw"), policy: perMinute(5), onStoreError: "deny", circuitBreaker: false }),
+    async run(app) {
+      const reply = await app.send("/api/x");
+      expect(reply.status).toBe(429);
+      expect(reply.headers.get("retry-after")).toBe("1");
+      expect(JSON.parse(reply.body)).toEqual(DEFAULT_BODY(1));
+    },
+  },
+  {
+    name: "store timeout: timeoutMs abandons a hanging store call",
+    options: (env) => ({
+      store: flakyStore("hang"),
+      policy: perMinute(5),
+      timeoutMs: 30,
+      onStoreError: (error) => { env.storeErrors.push(error); return "allow"; },
+    }),
+    async run(app, env) {
+      expect((await app.send("/api/x")).status).toBe(200);
+      expect(env.storeErrors.map((e) => e.code)).toEqual(["STORE_TIMEOUT"]);
+    },
+  },
+  {
+    name: "circuit breaker: stops calling a failing store for the cool-down, then probes",
+    options: (env) => {
+      const store = flakyStore("throw");
+      (env as Env & { store?: typeof store }).store = store;
+      return { store, policy: perMinute(5), onStoreError: "allow", circuitBreaker: { failures: 2, cooldownMs: 10_000 } };
+    },
+    async run(app, env) {
+      const store = (env as Env & { store: ReturnType<typeof flakyStore> }).store;
+      expect(await sendMany(app, 5, "/api/x")).toEqual([200, 200, 200, 200, 200]);
+      expect(store.calls).toBe(2);
+      env.advance(10_000);
+      store.mode = "ok";
+      expect(legacyHeaders((await app.send("/api/x")).headers)?.remaining).toBe(4);
+      expect(store.calls).toBe(3);
+      expect((await app.send("/api/x")).status).toBe(200);
+      expect(store.calls).toBe(4);
+    },
+  },
+  {
+    name: "hooks: onDecision for every decision, onLimited for denials",
+    options: () => ({ policy: perMinute(1) }),
+    async run(app, env) {
+      await sendMany(app, 3, "/api/x");
+      expect(env.decisions.map((d) => d.allowed)).toEqual([true, false, false]);
+      expect(env.limited).toHaveLength(2);
+      expect(env.limited[0]).toMatchObject({ allowed: false, limit: 1, remaining: 0, key: "127.0.0.1", rule: "default", cost: 1, source: "store", policy: "1-per-1m" });
+    },
+  },
+  {
+    name: "a hook that throws does not break the request",
+    options: (env) => ({ ...base(env), policy: perMinute(1), onDecision: () => { throw new Error("metrics down"); } }),
+    async run(app, env) {
+      expect(await sendMany(app, 2, "/api/x")).toEqual([200, 429]);
+      expect(env.logs.some((l) => l.includes("metrics down"))).toBe(true);
+    },
+  },
+  {
+    name: "several policies in one rule: one header entry per policy; the binding one denies",
+    options: () => ({
+      policy: [tokenBucket({ capacity: 10, refillRate: 1, name: "burst" }), perMinute(3, "minute")],
+    }),
+    async run(app) {
+      await sendMany(app, 2, "/api/x");
+      const third = await app.send("/api/x");
+      expect(ietfHeaders(third.headers)).toEqual({ burst: { q: 10, w: 10, r: 7, t: 3 }, minute: { q: 3, w: 60, r: 0, t: 60 } });
+      expect(legacyHeaders(third.headers)).toMatchObject({ limit: 3, remaining: 0 });
+      const fourth = await app.send("/api/x");
+      expect(fourth.status).toBe(429);
+      expect(fourth.headers.get("retry-after")).toBe("60");
+      expect(ietfHeaders(fourth.headers).minute).toEqual({ q: 3, w: 60, r: 0, t: 60 });
+    },
+  },
+  {
+    name: "headers: draft-6",
+    options: () => ({ policy: perMinute(3), headers: "draft-6" }),
+    async run(app) {
+      const reply = await app.send("/api/x");
+      expect(draftHeaders(reply.headers)).toMatchObject({ limit: 3, remaining: 2 });
+      expect(reply.headers.get("ratelimit-reset")).toBe("60");
+      expect(reply.headers.get("ratelimit-policy")).toBe("3;w=60");
+      expect(reply.headers.has("x-ratelimit-limit")).toBe(false);
+    },
+  },
+  {
+    name: "headers: draft-7 plus legacy with delta reset",
+    options: () => ({ policy: perMinute(3), headers: ["draft-7", "legacy"], legacyReset: "delta" }),
+    async run(app) {
+      const reply = await app.send("/api/x");
+      expect(draftHeaders(reply.headers)).toMatchObject({ limit: 3, remaining: 2 });
+      expect(reply.headers.get("ratelimit")).toBe("limit=3, remaining=2, reset=60");
+      expect(reply.headers.get("x-ratelimit-reset")).toBe("60");
+    },
+  },
+  {
+    name: "headers: false writes none, but a 429 still carries Retry-After",
+    options: () => ({ policy: perMinute(1), headers: false }),
+    async run(app) {
+      expect(hasRateLimitHeaders((await app.send("/api/x")).headers)).toBe(false);
+      const denied = await app.send("/api/x");
+      expect(denied.status).toBe(429);
+      expect(denied.headers.get("retry-after")).toBe("60");
+      expect(denied.headers.has("ratelimit")).toBe(false);
+    },
+  },
+  {
+    name: "statusCode, message and application/problem+json",
+    options: () => ({ policy: perMinute(1), statusCode: 503, message: "Slow down.", format: "problem+json" }),
+    async run(app) {
+      await app.send("/api/x");
+      const reply = await app.send("/api/x");
+      expect(reply.status).toBe(503);
+      expect(reply.headers.get("content-type")).toBe("application/problem+json");
+      expect(JSON.parse(reply.body)).toEqual({ type: "about:blank", title: "Too Many Requests", status: 503, detail: "Slow down.", retryAfter: 60 });
+    },
+  },
+  {
+    name: "handler builds the limited response",
+    options: () => ({
+      policy: perMinute(1),
+      handler: (req, info) => ({ status: 429, headers: { "x-why": info.policy }, body: `no more for ${req.ip}` }),
+    }),
+    async run(app) {
+      await app.send("/api/x");
+      const reply = await app.send("/api/x");
+      expect(reply.status).toBe(429);
+      expect(reply.body).toBe("no more for 127.0.0.1");
+      expect(reply.headers.get("x-why")).toBe("1-per-1m");
+      expect(reply.headers.get("retry-after")).toBe("60");
+    },
+  },
+];
+
+describe.each(TARGETS)("$name", (target) => {
+  let app: App | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  it.each(SCENARIOS)("$name", async (scenario) => {
+    const env = createEnv();
+    app = await target.start({ ...base(env), ...scenario.options(env) });
+    await scenario.run(app, env);
+  });
+});

@@ -1,0 +1,196 @@
+// Unit tests of the HTTP layer's pure parts: addresses, ranges, grouping, proxy chains, rules,
+// option validation and warnings.
+import {
+  compareSpecificity,
+  compilePattern,
+  fixedWindow,
+  FloodgateError,
+  formatIp,
+  groupIp,
+  inRange,
+  matchesPattern,
+  normalizeIp,
+  normalizePath,
+  parseForwarded,
+  parseIp,
+  parseRange,
+  withRateLimit,
+  type HttpRateLimitOptions,
+} from "@floodgate/core";
+import { describe, expect, it } from "vitest";
+
+describe("IP addresses", () => {
+  it.each([
+    ["1.2.3.4", "1.2.3.4"],
+    [" 1.2.3.4:8080", "1.2.3.4"],
+    ["::ffff:127.0.0.1", "127.0.0.1"],
+    ["::FFFF:7f00:1", "127.0.0.1"],
+    ["[::1]:443", "::1"],
+    ["2001:DB8:0:0:0:0:0:1", "2001:db8::1"],
+    ["2001:db8::0:1", "2001:db8::1"],
+    ["fe80::1%eth0", "fe80::1"],
+    ["[fe80::1%25en0]:80", "fe80::1"],
+    ["2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"],
+    ["0:0:0:0:0:0:0:0", "::"],
+    ["::1.2.3.4", "::102:304"],
+    ["1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8"],
+  ])("%s → %s", (input, expected) => {
+    expect(normalizeIp(input)).toBe(expected);
+  });
+
+  it.each(["", "unknown", "1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "::1::2", "1:2:3:4:5:6:7:8:9", "12345::", "_hidden", "g::1", "1.2.3.4/24"])(
+    "rejects %j",
+    (input) => {
+      expect(parseIp(input)).toBeUndefined();
+    },
+  );
+
+  it("groups IPv6 by prefix length, IPv4 as is", () => {
+    expect(groupIp(parseIp("2001:db8:aaaa:bbbb:cccc::1")!, 64)).toBe("2001:db8:aaaa:bbbb::/64");
+    expect(groupIp(parseIp("2001:db8:aaaa:bbff::1")!, 56)).toBe("2001:db8:aaaa:bb00::/56");
+    expect(groupIp(parseIp("2001:db8::1")!, 128)).toBe("2001:db8::1");
+    expect(groupIp(parseIp("203.0.113.9")!, 64)).toBe("203.0.113.9");
+    expect(formatIp(parseIp("::ffff:10.0.0.1")!)).toBe("10.0.0.1");
+  });
+
+  it("matches CIDR ranges", () => {
+    const v4 = parseRange("10.0.0.0/8")!;
+    expect(inRange(parseIp("10.255.0.1")!, v4)).toBe(true);
+    expect(inRange(parseIp("11.0.0.1")!, v4)).toBe(false);
+    expect(inRange(parseIp("::ffff:10.1.1.1")!, v4)).toBe(true);
+    const v6 = parseRange("2001:db8::/32")!;
+    expect(inRange(parseIp("2001:db8:ffff::1")!, v6)).toBe(true);
+    expect(inRange(parseIp("2001:db9::1")!, v6)).toBe(false);
+    expect(inRange(parseIp("10.0.0.1")!, v6)).toBe(false);
+    expect(inRange(parseIp("192.0.2.7")!, parseRange("192.0.2.7")!)).toBe(true);
+    expect(inRange(parseIp("192.0.2.8")!, parseRange("192.0.2.7")!)).toBe(false);
+    expect(inRange(parseIp("0.1.2.3")!, parseRange("0.0.0.0/0")!)).toBe(true);
+    expect(inRange(parseIp("10.0.0.1")!, parseRange("::ffff:10.0.0.0/104")!)).toBe(true);
+    expect(parseRange("10.0.0.0/33")).toBeUndefined();
+    expect(parseRange("10.0.0.0/x")).toBeUndefined();
+  });
+
+  it("reads Forwarded for= values", () => {
+    expect(parseForwarded('for=192.0.2.43, for="[2001:db8:cafe::17]:4711";proto=https, by=1.1.1.1;for=unknown')).toEqual([
+      "192.0.2.43",
+      "[2001:db8:cafe::17]:4711",
+      "unknown",
+    ]);
+  });
+});
+
+describe("rules", () => {
+  const match = (pattern: string, method: string, path: string) =>
+    matchesPattern(compilePattern(pattern, false), method, normalizePath(path, false));
+
+  it.each([
+    ["GET /api/search", "GET", "/api/search", true],
+    ["GET /api/search", "POST", "/api/search", false],
+    ["GET /api/search", "GET", "/api/search/more", false],
+    ["/api/search", "DELETE", "/api/search", true],
+    ["* /api/*", "GET", "/api", true],
+    ["* /api/*", "GET", "/api/a/b/c", true],
+    ["GET /api/*/x", "GET", "/api/a/x", true],
+    ["GET /api/*/x", "GET", "/api/a/b/x", false],
+    ["POST /orders/:id", "POST", "/orders/42", true],
+    ["POST /orders/:id", "POST", "/orders/", false],
+    ["POST /orders/:id/items", "POST", "/orders/42/items?x=1", true],
+    ["GET /", "GET", "/", true],
+    ["GET /a.b", "GET", "/aXb", false],
+    ["GET /login", "GET", "//login/", true],
+    ["GET /login", "GET", "/%6Cogin", true],
+  ])("%s vs %s %s → %s", (pattern, method, path, expected) => {
+    expect(match(pattern, method, path)).toBe(expected);
+  });
+
+  it("orders by specificity: literal > :param > * > trailing *, method beats any", () => {
+    const sources = ["/api/*", "GET /api/:id", "GET /api/*/x", "GET /api/search", "/api/search", "* /*"];
+    const sorted = sources.map((s) => compilePattern(s, false)).sort(compareSpecificity).map((p) => p.source);
+    expect(sorted).toEqual(["GET /api/search", "/api/search", "GET /api/:id", "GET /api/*/x", "/api/*", "* /*"]);
+  });
+
+  it("rejects malformed patterns", () => {
+    expect(() => compilePattern("GET api", false)).toThrow(/must start with \//);
+    expect(() => compilePattern("G-T /a", false)).toThrow(/method/);
+    expect(() => compilePattern("GET /a*b", false)).toThrow(/segment/);
+  });
+});
+
+describe("option validation", () => {
+  const ok = (r: Request) => new Response(r.url);
+  const build = (options: unknown) => () => withRateLimit(ok, options as HttpRateLimitOptions<Request>);
+  const policy = fixedWindow({ limit: 1, window: "1m" });
+
+  it.each([
+    [{ policy, trustProxy: "cloudflar" }, /`trustProxy`: received "cloudflar"; expected false, true, a hop count.*"cloudflare"/],
+    [{ policy, trustProxy: ["10.0.0.0/8", "nope"] }, /`trustProxy.1`: received "nope"/],
+    [{ policy, headers: "draft-8" }, /`headers`: received "draft-8"; expected true, false, or one or several of "legacy"/],
+    [{ policy, headers: ["draft-7", "draft-11"] }, /"draft-7" and "draft-11" both write/],
+    [{ policy, statusCode: 200 }, /`statusCode`: received 200; expected an HTTP status from 400 to 599/],
+    [{ policy, onStoreError: "ignore" }, /`onStoreError`: received "ignore"; expected "allow", "deny", "fallback"/],
+    [{ policy, timeoutMs: 0 }, /`timeoutMs`: received 0/],
+    [{ policy, ipv6Subnet: 129 }, /`ipv6Subnet`: received 129; expected a prefix length from 1 to 128/],
+    [{ policy, trustProxyy: 1 }, /unknown option `trustProxyy` \(did you mean `trustProxy`\?\)/],
+    [{ policy, rules: { "GET api": policy } }, /invalid rule "GET api"/],
+    [{ policy, rules: { "GET /a": { cost: 2 } } }, /`rules.GET \/a`/],
+    [{ policy, warnings: { nope: false } }, /`warnings.nope`/],
+    [{}, /`policy`: received undefined; expected `limiter`, `policy`/],
+    ["nope", /expected an options object/],
+  ])("%j", (options, message) => {
+    expect(build(options)).toThrow(FloodgateError);
+    expect(build(options)).toThrow(message);
+  });
+});
+
+describe("warnings", () => {
+  const policy = fixedWindow({ limit: 5, window: "1m" });
+  const recorder = () => {
+    const logs: string[] = [];
+    return { logs, logger: { warn: (m: string) => logs.push(m) } };
+  };
+
+  it("trustProxy: true warns at construction", () => {
+    const { logs, logger } = recorder();
+    withRateLimit(() => new Response(), { policy, trustProxy: true, logger });
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatch(/trustProxyTrue/);
+    withRateLimit(() => new Response(), { policy, trustProxy: true, logger, warnings: { trustProxyTrue: false } });
+    expect(logs).toHaveLength(1);
+  });
+
+  it("the same request counted twice by one limiter warns once", async () => {
+    const { logs, logger } = recorder();
+    const { createRateLimiter } = await import("@floodgate/core");
+    const limiter = createRateLimiter({ policy });
+    const inner = withRateLimit(() => new Response("ok"), { limiter, logger, getClientIp: () => "192.0.2.1" });
+    const outer = withRateLimit(inner, { limiter, logger, getClientIp: () => "192.0.2.1" });
+    await outer(new Request("http://x/"));
+    await outer(new Request("http://x/"));
+    expect(logs.filter((l) => l.includes("doubleCount"))).toHaveLength(1);
+  });
+
+  it("no client address warns once; warnings: false silences everything", async () => {
+    const { logs, logger } = recorder();
+    const handler = withRateLimit(() => new Response("ok"), { policy, logger });
+    await handler(new Request("http://x/"));
+    await handler(new Request("http://x/"));
+    expect(logs.filter((l) => l.includes("noClientIp"))).toHaveLength(1);
+    const quiet = withRateLimit(() => new Response("ok"), { policy, logger, warnings: false, trustProxy: true });
+    await quiet(new Request("http://x/", { headers: { "x-forwarded-for": "nope" } }));
+    expect(logs).toHaveLength(1);
+  });
+
+  it("many limiters created while serving warns once (a limiter per request)", async () => {
+    const { logs, logger } = recorder();
+    for (let i = 0; i < 25; i++) {
+      const handler = withRateLimit(() => new Response("ok"), { policy, logger, getClientIp: () => "192.0.2.1" });
+      await handler(new Request("http://x/"));
+    }
+    expect(logs.filter((l) => l.includes("limiterPerRequest"))).toHaveLength(1);
+  });
+
+  it("a throwing key function reaches the host as a rejection of that request only", async () => {
+    const handler = withRateLimit(() => new Response("ok"), { policy, key: () => { throw new Error("bad key"); }, warnings: false });
+    await expect(handler(new Request("http://x/"))).rejects.toThrow("bad key");
+  });
+});
