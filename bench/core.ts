@@ -1,0 +1,215 @@
+/**
+ * Core decision benchmark: Floodgate's four algorithms on the memory store, beside the peers, in
+ * one run. Run: `npm run bench` (node --expose-gc --import tsx bench/core.ts).
+ *
+ * Every row is one awaited call (mitata awaits each iteration's promise), so every row pays the
+ * same promise and microtask overhead that a request handler does.
+ *
+ * Scenarios (the same for every subject):
+ *  - hot key: one key, always admitted. Floodgate: limit 100 per 1 s (token bucket capacity 100,
+ *    refill 100/s) with an injected clock that advances 20 ms per call (50 req/s, half the limit),
+ *    so windows roll every 50 calls, the sliding log holds about 50 timestamps, every call admits.
+ *  - hot key, Date.now: the same key with the default clock (Date.now, which the peers read too)
+ *    and a limit of 1e9 per 1000 s (token bucket: capacity 1e9, refill 1e6/s) so every call admits. The
+ *    sliding log is left out (it would log millions of timestamps per second).
+ *  - 100k keys: 100,000 distinct keys requested in a cycle, all tracked before measuring (steady
+ *    state). Same policies; the clock advances 1 µs per call, so each key is seen every 100 ms of
+ *    simulated time (10 req/s, admitted) and windows roll every 1,000,000 calls. The store is the
+ *    default `memoryStore()` (maxKeys 100,000): the working set equals the bound, so every call
+ *    also moves its key to the recent end of the LRU order (a Map delete + set).
+ *  - 100k keys, 1M cap: the same with `memoryStore({ maxKeys: 1_000_000 })`, where keys are young
+ *    enough never to need moving: the cost of the decision without LRU maintenance.
+ *  Rows with a Floodgate-only scenario are compared with the peers' rows of the base scenario.
+ *  - mostly denied: one key whose limit (1 per day) was used up before measuring; the clock
+ *    advances 1 ms per call, so every measured call is a denial with a computed retryAfterMs.
+ *
+ * Peers (they read Date.now themselves):
+ *  - rate-limiter-flexible `RateLimiterMemory.consume` (points 1e12 per 1 s for the admitting
+ *    rows, 1 per day for the denied row). It rejects on deny, so every rlf row is
+ *    `consume(key).catch(ignore)`, as a caller must write it.
+ *  - express-rate-limit `MemoryStore.increment` (windowMs 60 s). It only counts (the middleware
+ *    decides), so its denied row is the same work as its admitted one.
+ *  - a plain `Map<string, number>` counter inside an async function: the floor for a keyed,
+ *    promise-returning decision.
+ *
+ * Flags: --mitata prints mitata's own report as well; --json writes the figures as JSON to stdout
+ * after the table.
+ */
+import { bench, run } from "mitata";
+import { RateLimiterMemory } from "rate-limiter-flexible";
+import { MemoryStore } from "express-rate-limit";
+import {
+  createRateLimiter,
+  fixedWindow,
+  memoryStore,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+  type Policy,
+} from "../packages/core/src/index.ts";
+
+const T0 = 1_700_000_000_000;
+const DISTINCT = 100_000;
+const KEYS = Array.from({ length: DISTINCT }, (_, i) => `user:${i}`);
+const HOT = "user:hot";
+const DAY = 86_400_000;
+
+type Scenario = "hot key" | "hot key, Date.now" | "100k keys" | "100k keys, 1M cap" | "mostly denied";
+const SCENARIOS: readonly Scenario[] = ["hot key", "hot key, Date.now", "100k keys", "100k keys, 1M cap", "mostly denied"];
+/** The peers' rows each Floodgate scenario is compared with (the peers have no clock or bound to vary). */
+const PEER_SCENARIO: Record<Scenario, Scenario> = {
+  "hot key": "hot key",
+  "hot key, Date.now": "hot key",
+  "100k keys": "100k keys",
+  "100k keys, 1M cap": "100k keys",
+  "mostly denied": "mostly denied",
+};
+const ADMIT_SCENARIO: Partial<Record<Scenario, Scenario>> = { "mostly denied": "hot key" };
+/** The sliding log is left out of the Date.now row: at millions of admissions per second it would log millions of timestamps. */
+const skip = (algorithm: string, scenario: Scenario): boolean => scenario === "hot key, Date.now" && algorithm === "slidingLog";
+
+const ALGORITHMS: Record<string, (limit: number, windowMs: number) => Policy> = {
+  tokenBucket: (limit, windowMs) => tokenBucket({ capacity: limit, refillRate: (limit * 1000) / windowMs }),
+  slidingWindow: (limit, windowMs) => slidingWindow({ limit, window: windowMs }),
+  fixedWindow: (limit, windowMs) => fixedWindow({ limit, window: windowMs }),
+  slidingLog: (limit, windowMs) => slidingLog({ limit, window: windowMs }),
+};
+const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter"] as const;
+const ERL = PEERS[1];
+const MAP = PEERS[2];
+
+const ignore = (): void => {};
+
+/** Returns the function to measure, after tracking every key it will touch (setup is not timed). */
+async function floodgate(algorithm: string, scenario: Scenario): Promise<() => Promise<unknown>> {
+  let now = T0;
+  const step = scenario === "hot key" ? 20 : scenario === "mostly denied" ? 1 : 0.001;
+  const policy = scenario === "mostly denied"
+    ? ALGORITHMS[algorithm]!(1, DAY)
+    : scenario === "hot key, Date.now"
+      ? ALGORITHMS[algorithm]!(1e9, 1_000_000)
+      : ALGORITHMS[algorithm]!(100, 1000);
+  const limiter = createRateLimiter({
+    policy,
+    store: scenario === "100k keys, 1M cap" ? memoryStore({ maxKeys: 1_000_000 }) : memoryStore(),
+    ...(scenario === "hot key, Date.now" ? {} : { clock: () => (now += step) }),
+  });
+  if (scenario.startsWith("100k keys")) {
+    for (const key of KEYS) await limiter.limit(key);
+    let i = 0;
+    return () => {
+      const key = KEYS[i]!;
+      if (++i === DISTINCT) i = 0;
+      return limiter.limit(key);
+    };
+  }
+  await limiter.limit(HOT);
+  if (scenario === "mostly denied" && (await limiter.limit(HOT)).allowed) throw new Error("expected a denial");
+  return () => limiter.limit(HOT);
+}
+
+async function peer(name: (typeof PEERS)[number], scenario: Scenario): Promise<{ fn: () => Promise<unknown>; dispose(): void }> {
+  let call: (key: string) => Promise<unknown>;
+  let dispose = ignore;
+  if (name === "rate-limiter-flexible") {
+    const rlf = scenario === "mostly denied"
+      ? new RateLimiterMemory({ points: 1, duration: DAY / 1000 })
+      : new RateLimiterMemory({ points: 1e12, duration: 1 });
+    call = (key) => rlf.consume(key).catch(ignore);
+  } else if (name === ERL) {
+    const store = new MemoryStore();
+    store.init({ windowMs: 60_000 } as Parameters<MemoryStore["init"]>[0]);
+    call = (key) => store.increment(key);
+    dispose = () => store.shutdown();
+  } else {
+    const counts = new Map<string, number>();
+    call = async (key) => {
+      const n = (counts.get(key) ?? 0) + 1;
+      counts.set(key, n);
+      return n;
+    };
+  }
+  if (scenario === "100k keys") {
+    for (const key of KEYS) await call(key);
+    let i = 0;
+    return {
+      fn: () => {
+        const key = KEYS[i]!;
+        if (++i === DISTINCT) i = 0;
+        return call(key);
+      },
+      dispose,
+    };
+  }
+  await call(HOT);
+  return { fn: () => call(HOT), dispose };
+}
+
+const rowName = (subject: string, scenario: Scenario): string => `${subject} | ${scenario}`;
+
+for (const scenario of SCENARIOS) {
+  for (const algorithm of Object.keys(ALGORITHMS)) {
+    if (skip(algorithm, scenario)) continue;
+    bench(rowName(algorithm, scenario), async function* () {
+      yield await floodgate(algorithm, scenario);
+    });
+  }
+  if (PEER_SCENARIO[scenario] !== scenario) continue;
+  for (const name of PEERS) {
+    bench(rowName(name, scenario), async function* () {
+      const { fn, dispose } = await peer(name, scenario);
+      yield fn;
+      dispose();
+    });
+  }
+}
+
+// Warm every Floodgate path first, so that each row is measured with the engine's call sites in
+// the state a process using all four algorithms reaches, whatever the order of the rows.
+for (const scenario of SCENARIOS) {
+  for (const algorithm of Object.keys(ALGORITHMS)) {
+    if (skip(algorithm, scenario) || scenario.startsWith("100k keys")) continue;
+    const fn = await floodgate(algorithm, scenario);
+    for (let i = 0; i < 20_000; i++) await fn();
+  }
+}
+
+const raw = process.argv.includes("--mitata");
+const { benchmarks } = await run(raw ? {} : { format: "quiet" });
+const ns = new Map<string, number>();
+for (const trial of benchmarks) {
+  const stats = trial.runs[0]?.stats;
+  if (stats === undefined) throw new Error(`${trial.alias} failed: ${String(trial.runs[0]?.error)}`);
+  ns.set(trial.alias, stats.p50);
+}
+const get = (subject: string, scenario: Scenario): number => ns.get(rowName(subject, scenario))!;
+
+const pad = (s: string, n: number): string => s.padEnd(n);
+const num = (x: number, digits = 1): string => x.toFixed(digits);
+console.log(`\nnode ${process.version}, ${process.platform}/${process.arch}; ns per decision = median (p50) of mitata samples, robust to other load on the machine; decisions/s = 1e9 / ns`);
+console.log("targets: ERL/FG >= 2.00 (2x faster than express-rate-limit MemoryStore), FG/Map <= 1.50 (within 1.5x of the async Map counter), deny/admit <= 1.00\n");
+const header = `| ${pad("subject", 30)} | ${pad("scenario", 17)} | ${pad("ns/decision", 11)} | ${pad("decisions/s", 11)} | ${pad("ERL/FG", 6)} | ${pad("FG/Map", 6)} | ${pad("deny/admit", 10)} |`;
+console.log(header);
+console.log(header.replace(/[^|]/g, "-"));
+const json: Record<string, unknown>[] = [];
+let failures = 0;
+for (const scenario of SCENARIOS) {
+  const peers = PEER_SCENARIO[scenario] === scenario ? PEERS : [];
+  for (const subject of [...Object.keys(ALGORITHMS).filter((a) => !skip(a, scenario)), ...peers]) {
+    const t = get(subject, scenario);
+    const ours = subject in ALGORITHMS;
+    const vsErl = get(ERL, PEER_SCENARIO[scenario]) / t;
+    const vsMap = t / get(MAP, PEER_SCENARIO[scenario]);
+    const admitScenario = ADMIT_SCENARIO[scenario];
+    const denyAdmit = admitScenario === undefined ? undefined : t / get(subject, admitScenario);
+    const ok = !ours || (vsErl >= 2 && vsMap <= 1.5 && (denyAdmit === undefined || denyAdmit <= 1));
+    if (!ok) failures++;
+    console.log(
+      `| ${pad(subject, 30)} | ${pad(scenario, 17)} | ${num(t).padStart(11)} | ${Math.round(1e9 / t).toLocaleString("en-US").padStart(11)} | ` +
+        `${(ours ? num(vsErl, 2) : "").padStart(6)} | ${(ours ? num(vsMap, 2) : "").padStart(6)} | ${(denyAdmit === undefined ? "" : num(denyAdmit, 2)).padStart(10)} |${ours && !ok ? " MISSED" : ""}`,
+    );
+    json.push({ subject, scenario, ns: t, perSecond: 1e9 / t, ...(ours ? { vsErl, vsMap } : {}), ...(denyAdmit === undefined ? {} : { denyAdmit }) });
+  }
+}
+console.log(failures === 0 ? "\nall Floodgate rows meet the targets" : `\n${failures} Floodgate row(s) miss a target`);
+if (process.argv.includes("--json")) console.log(JSON.stringify(json));

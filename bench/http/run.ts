@@ -1,0 +1,68 @@
+// HTTP overhead benchmark (a harness, not a test): for each framework, a hello route without a
+// limiter, with Floodgate and with the framework's usual peer, measured with autocannon on
+// loopback in the same run, the three alternated round by round. Prints a Markdown table.
+//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5]
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: number) => {
+  const i = args.indexOf(`--${name}`);
+  return i === -1 ? fallback : Number(args[i + 1]);
+};
+const ROUNDS = option("rounds", 3);
+const SECONDS = option("seconds", 5);
+const FRAMEWORKS = ["hono", "express", "koa"] as const;
+const VARIANTS = ["none", "floodgate", "peer"] as const;
+const PEERS = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+async function measure(framework: string, variant: string): Promise<{ rps: number; p99: number }> {
+  const child = spawn(`${root}node_modules/.bin/tsx`, ["bench/http/server.ts", framework, variant], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.on("data", (chunk: Buffer) => {
+        const m = /listening on (\d+)/.exec(chunk.toString());
+        if (m) resolve(Number(m[1]));
+      });
+      child.once("exit", (code) => reject(new Error(`${framework}/${variant} exited ${code}`)));
+    });
+    const url = `http://127.0.0.1:${port}/`;
+    await autocannon({ url, connections: 10, duration: 1 }); // warm-up (JIT)
+    const result = await autocannon({ url, connections: 10, duration: SECONDS });
+    if (result.non2xx > 0 || result.errors > 0) throw new Error(`${framework}/${variant}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+    return { rps: result.requests.average, p99: result.latency.p99 };
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+const samples: Record<string, { rps: number[]; p99: number[] }> = {};
+for (let round = 0; round < ROUNDS; round++) {
+  for (const framework of FRAMEWORKS) {
+    // Alternate the order each round so drift (thermal, other load) does not favour one variant.
+    const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+    for (const variant of order) {
+      const r = await measure(framework, variant);
+      const key = `${framework}/${variant}`;
+      (samples[key] ??= { rps: [], p99: [] }).rps.push(r.rps);
+      samples[key].p99.push(r.p99);
+      console.error(`round ${round + 1} ${key}: ${Math.round(r.rps)} req/s, p99 ${r.p99} ms`);
+    }
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log(`| framework | variant | req/s (median of ${ROUNDS}) | p99 ms | % of unlimited | added µs/request |`);
+console.log("|---|---|---|---|---|---|");
+for (const framework of FRAMEWORKS) {
+  const base = median(samples[`${framework}/none`]!.rps);
+  for (const variant of VARIANTS) {
+    const s = samples[`${framework}/${variant}`]!;
+    const rps = median(s.rps);
+    const name = variant === "none" ? "no limiter" : variant === "floodgate" ? "@floodgate/" + framework : PEERS[framework];
+    const added = variant === "none" ? "" : (1e6 / rps - 1e6 / base).toFixed(1);
+    console.log(`| ${framework} | ${name} | ${Math.round(rps)} | ${median(s.p99)} | ${((rps / base) * 100).toFixed(0)}% | ${added} |`);
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * Redis store benchmark (a harness, not a timed test). Run: `npm run bench:redis`
+ * (node --import tsx bench/redis.ts [--decisions 20000] [--rounds 3]).
+ *
+ * Starts its own redis-server (and the local Upstash bridge in front of it), then, for each
+ * client, measures per-decision latency (mean, p99) and decisions/s at concurrency 1 and 64:
+ *  - the floor: a bare `EVALSHA` of a script that returns 1, through the same client (the cost
+ *    of one round trip, which no one-script-per-decision store can beat);
+ *  - Floodgate's store (sliding window, limit 1e8 per hour: every decision admits; 1,000
+ *    identifiers in a cycle; deny cache on, as by default, though it never hits here);
+ *  - rate-limiter-flexible `RateLimiterRedis` (ioredis only; same kind of load).
+ * Concurrency c = c loops each awaiting one decision at a time. Each figure is the median of
+ * `--rounds` rounds, subjects interleaved within a round. Redis commands per decision come from
+ * `INFO commandstats` (reset before each subject), commands inside scripts listed separately.
+ */
+import { Redis as UpstashRedis } from "@upstash/redis";
+import { Redis as IORedis } from "ioredis";
+import { RateLimiterRedis } from "rate-limiter-flexible";
+import { createClient } from "redis";
+import { createRateLimiter, redisStore, slidingWindow, upstashStore } from "../packages/core/src/index.ts";
+import { startRedis } from "../test/support/redis-server.ts";
+import { startUpstashBridge } from "../test/support/upstash-bridge.ts";
+
+const arg = (name: string, fallback: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const DECISIONS = arg("decisions", 20_000);
+const ROUNDS = arg("rounds", 3);
+const IDS = Array.from({ length: 1000 }, (_, i) => `user:${i}`);
+const FLOOR = "return 1";
+
+interface Subject {
+  name: string;
+  /** Name of the floor row this subject is compared with (its own client), if any. */
+  floor?: string;
+  decide: (id: string) => Promise<unknown>;
+}
+
+interface Figures {
+  perSecond: number;
+  meanUs: number;
+  p99Us: number;
+}
+
+async function measure(subject: Subject, concurrency: number, decisions: number): Promise<Figures> {
+  const latencies = new Float64Array(decisions);
+  let next = 0;
+  const loop = async (): Promise<void> => {
+    while (next < decisions) {
+      const i = next++;
+      const t0 = performance.now();
+      await subject.decide(IDS[i % IDS.length]!);
+      latencies[i] = performance.now() - t0;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  const elapsed = performance.now() - start;
+  const sorted = latencies.slice().sort();
+  let sum = 0;
+  for (const l of latencies) sum += l;
+  return {
+    perSecond: (decisions / elapsed) * 1000,
+    meanUs: (sum / decisions) * 1000,
+    p99Us: sorted[Math.floor(decisions * 0.99)]! * 1000,
+  };
+}
+
+const median = (xs: number[]): number => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main(): Promise<void> {
+  const redis = await startRedis();
+  const bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port } });
+  const io = new IORedis(redis.port, redis.host);
+  const admin = new IORedis(redis.port, redis.host);
+  const node = createClient({ socket: { host: redis.host, port: redis.port } });
+  await node.connect();
+  const upstash = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
+  const floorSha = (await admin.script("LOAD", FLOOR)) as string;
+  const policy = slidingWindow({ limit: 100_000_000, window: "1h" });
+  const fgIo = createRateLimiter({ policy, store: redisStore({ client: io }), prefix: "b1:" });
+  const fgNode = createRateLimiter({ policy, store: redisStore({ client: node }), prefix: "b2:" });
+  const fgUp = createRateLimiter({ policy, store: upstashStore({ redis: upstash }), prefix: "b3:" });
+  const rlf = new RateLimiterRedis({ storeClient: io, points: 100_000_000, duration: 3600, keyPrefix: "b4" });
+
+  const subjects: Subject[] = [
+    { name: "floor: bare EVALSHA (ioredis)", decide: () => io.evalsha(floorSha, 0) },
+    { name: "floodgate redisStore (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => fgIo.limit(id) },
+    { name: "rate-limiter-flexible RateLimiterRedis (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => rlf.consume(id) },
+    { name: "floor: bare EVALSHA (node-redis)", decide: () => node.evalSha(floorSha, { keys: [], arguments: [] }) },
+    { name: "floodgate redisStore (node-redis)", floor: "floor: bare EVALSHA (node-redis)", decide: (id) => fgNode.limit(id) },
+    { name: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: () => upstash.evalsha(floorSha, [], []) },
+    { name: "floodgate upstashStore (@upstash/redis via bridge)", floor: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: (id) => fgUp.limit(id) },
+  ];
+
+  // Commands per decision, and a warm-up (loads the scripts, creates the keys).
+  const commands = new Map<string, string>();
+  for (const s of subjects) {
+    await admin.config("RESETSTAT");
+    const n = 2000;
+    for (let i = 0; i < n; i++) await s.decide(IDS[i % IDS.length]!);
+    const info = (await admin.info("commandstats")) as string;
+    const parts: string[] = [];
+    for (const [, cmd, calls, usec] of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/g)) {
+      if (cmd!.startsWith("config") || cmd === "info") continue;
+      const perCall = cmd === "evalsha" || cmd === "eval" ? ` (${(Number(usec) / Number(calls)).toFixed(1)} µs in Redis)` : "";
+      parts.push(`${cmd} ${+(Number(calls) / n).toFixed(3)}${perCall}`);
+    }
+    commands.set(s.name, parts.join(", "));
+  }
+
+  const results = new Map<string, Record<number, Figures[]>>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const concurrency of [1, 64]) {
+      for (const s of subjects) {
+        const figures = await measure(s, concurrency, concurrency === 1 ? Math.ceil(DECISIONS / 4) : DECISIONS);
+        const row = results.get(s.name) ?? { 1: [], 64: [] };
+        row[concurrency]!.push(figures);
+        results.set(s.name, row);
+      }
+    }
+  }
+
+  const summary = (name: string, c: number): Figures => {
+    const runs = results.get(name)![c]!;
+    return { perSecond: median(runs.map((r) => r.perSecond)), meanUs: median(runs.map((r) => r.meanUs)), p99Us: median(runs.map((r) => r.p99Us)) };
+  };
+  const lines = [
+    `Redis ${((await admin.info("server")) as string).match(/redis_version:(\S+)/)?.[1]}, Node ${process.version}, ${DECISIONS} decisions at c=64 (${Math.ceil(DECISIONS / 4)} at c=1), median of ${ROUNDS} rounds`,
+    "",
+    "| subject | c=1 decisions/s | c=1 mean µs | c=1 p99 µs | c=1 vs floor | c=64 decisions/s | c=64 mean µs | c=64 p99 µs | c=64 vs floor | Redis commands per decision |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+  ];
+  for (const s of subjects) {
+    const cells = [1, 64].flatMap((c) => {
+      const f = summary(s.name, c);
+      const ratio = s.floor ? (f.perSecond / summary(s.floor, c).perSecond).toFixed(2) : "1";
+      return [Math.round(f.perSecond), Math.round(f.meanUs), Math.round(f.p99Us), ratio];
+    });
+    lines.push(`| ${s.name} | ${cells.join(" | ")} | ${commands.get(s.name)} |`);
+  }
+  console.log(lines.join("\n"));
+
+  io.disconnect();
+  admin.disconnect();
+  node.destroy();
+  await bridge.stop();
+  await redis.stop();
+}
+
+await main();

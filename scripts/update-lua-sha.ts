@@ -1,0 +1,18 @@
+/**
+ * Rewrites the precomputed SHA1 constants in packages/core/src/redis/lua.ts after a script
+ * changed: `npx tsx scripts/update-lua-sha.ts`. (test/redis/lua-sha.test.ts fails until then.)
+ */
+import { createHash } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { luaScripts } from "../packages/core/src/redis/lua.ts";
+
+const file = fileURLToPath(new URL("../packages/core/src/redis/lua.ts", import.meta.url));
+let text = readFileSync(file, "utf8");
+for (const [name, script] of Object.entries(luaScripts())) {
+  const sha = createHash("sha1").update(script.source).digest("hex");
+  const key = name.includes("-") ? `"${name}"` : name;
+  text = text.replace(new RegExp(`(\\n  ${key}: ")[0-9a-f]{40}(",)`), `$1${sha}$2`);
+  console.log(name, sha);
+}
+writeFileSync(file, text);

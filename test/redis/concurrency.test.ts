@@ -1,0 +1,84 @@
+/**
+ * Exactness under concurrency: 4 OS processes × 250 concurrent `limit()` calls on one identifier
+ * with a limit of 100 admit exactly 100, for every algorithm, through the Upstash bridge (HTTP)
+ * and through TCP (ioredis).
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KINDS, uniquePrefix } from "../stores/store-contract.ts";
+import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
+import type { RunMessage } from "./fixtures/concurrency-worker.ts";
+
+const WORKER = fileURLToPath(new URL("./fixtures/concurrency-worker.ts", import.meta.url));
+const PROCESSES = 4;
+const CALLS = 250;
+const LIMIT = 100;
+
+type Reply = { type: "ready" } | { type: "done"; allowed: number } | { type: "error"; error: string };
+
+function nextMessage(child: ChildProcess): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null): void => reject(new Error(`worker ${child.pid} exited (${code}) early`));
+    child.once("exit", onExit);
+    child.once("message", (m: Reply) => {
+      child.off("exit", onExit);
+      resolve(m);
+    });
+  });
+}
+
+async function startWorkers(env: Record<string, string>): Promise<ChildProcess[]> {
+  const workers = Array.from({ length: PROCESSES }, () =>
+    fork(WORKER, [], { execArgv: ["--import", "tsx"], env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] }),
+  );
+  const ready = await Promise.all(workers.map(nextMessage));
+  for (const r of ready) expect(r.type).toBe("ready");
+  return workers;
+}
+
+async function stopWorkers(workers: ChildProcess[]): Promise<void> {
+  await Promise.all(workers.map((w) => new Promise<void>((resolve) => {
+    if (w.exitCode !== null || w.signalCode !== null) return resolve();
+    w.once("exit", () => resolve());
+    w.send({ type: "exit" });
+    setTimeout(() => { if (w.exitCode === null && w.pid !== undefined) process.kill(w.pid, "SIGKILL"); }, 5000).unref();
+  })));
+}
+
+async function runEverywhere(workers: ChildProcess[], message: RunMessage): Promise<number> {
+  const replies = workers.map(nextMessage);
+  for (const w of workers) w.send(message);
+  let allowed = 0;
+  for (const r of await Promise.all(replies)) {
+    if (r.type !== "done") throw new Error(`worker failed: ${JSON.stringify(r)}`);
+    allowed += r.allowed;
+  }
+  return allowed;
+}
+
+describe.each(["tcp", "upstash"] as const)("exactness under concurrency: %s", (transport) => {
+  let redis: RedisInstance;
+  let bridge: UpstashBridge | undefined;
+  let workers: ChildProcess[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    if (transport === "upstash") {
+      bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port } });
+      workers = await startWorkers({ FG_TRANSPORT: "upstash", FG_URL: bridge.url, FG_TOKEN: bridge.token });
+    } else {
+      workers = await startWorkers({ FG_TRANSPORT: "tcp", FG_PORT: String(redis.port) });
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await stopWorkers(workers);
+    await bridge?.stop();
+    await redis?.stop();
+  });
+
+  it.each(KINDS)(`${PROCESSES} processes × ${CALLS} concurrent limit() with limit ${LIMIT} admit exactly ${LIMIT}: %s`, async (kind) => {
+    const allowed = await runEverywhere(workers, { type: "run", kind, prefix: uniquePrefix(), key: "hot", limit: LIMIT, calls: CALLS });
+    expect(allowed).toBe(LIMIT);
+  }, 60_000);
+});

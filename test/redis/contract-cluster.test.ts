@@ -1,0 +1,16 @@
+/** The store contract on a 3-master Redis Cluster started here, through ioredis and node-redis. */
+import { afterAll, beforeAll } from "vitest";
+import { storeContract } from "../stores/store-contract.ts";
+import { startRedisCluster, type RedisCluster } from "../support/redis-server.ts";
+import { clusterHarness, nodeRedisClusterHarness } from "./harness.ts";
+
+let cluster: RedisCluster;
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+}, 60_000);
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+storeContract("redisStore (ioredis Cluster, 3 masters)", () => clusterHarness(cluster));
+storeContract("redisStore (node-redis createCluster, 3 masters)", () => nodeRedisClusterHarness(cluster));

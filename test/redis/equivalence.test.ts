@@ -1,0 +1,144 @@
+/**
+ * Equivalence: random traces (time steps, identifiers, costs, policy sets, operations) replayed
+ * with an injected clock give identical store results on the memory store (the specification,
+ * algorithms.ts) and on each Redis store running the Lua scripts (`clock: "local"`).
+ *
+ * Times, windows and token intervals are multiples of 100 ms, so a key's remaining TTL in
+ * injected time is either 0 or at least 100 ms: the few milliseconds of real time a trace
+ * takes never expire a key the memory store still counts.
+ */
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  fixedWindow,
+  memoryStore,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+  type Policy,
+  type PolicySet,
+  type RateLimitStore,
+} from "../../packages/core/src/index.ts";
+import { uniquePrefix } from "../stores/store-contract.ts";
+import { ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
+
+const GRAIN_MS = 100;
+const T0 = 1_700_000_000_000;
+
+const windowMs = fc.constantFrom(100, 300, 1000, 2000, 5000, 60_000);
+const policyArb: fc.Arbitrary<Policy> = fc.oneof(
+  fc.record({ limit: fc.integer({ min: 1, max: 8 }), rate: fc.constantFrom(1, 2, 4, 5, 10) }).map(({ limit, rate }) => tokenBucket({ capacity: limit, refillRate: rate })),
+  fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: windowMs }).map(({ limit, window }) => fixedWindow({ limit, window })),
+  fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: windowMs }).map(({ limit, window }) => slidingWindow({ limit, window })),
+  fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: windowMs }).map(({ limit, window }) => slidingLog({ limit, window })),
+);
+const policiesArb = fc.array(policyArb, { minLength: 1, maxLength: 3 }).map((ps) =>
+  ps.map((p, i) => Object.freeze({ ...p, name: `p${i}` })),
+);
+
+type Op =
+  | { kind: "consume"; key: string; cost: number; dt: number }
+  | { kind: "peek"; key: string; dt: number }
+  | { kind: "refund"; key: string; cost: number; dt: number }
+  | { kind: "reset"; key: string; dt: number };
+
+const keyArb = fc.constantFrom("a", "b", "user:1");
+function opArb(backwards: boolean, refunds: boolean): fc.Arbitrary<Op> {
+  const dt = (backwards ? fc.integer({ min: -20, max: 30 }) : fc.integer({ min: 0, max: 30 })).map((n) => n * GRAIN_MS);
+  const ops: fc.Arbitrary<Op>[] = [
+    fc.record({ kind: fc.constant("consume" as const), key: keyArb, cost: fc.integer({ min: 1, max: 4 }), dt }),
+    fc.record({ kind: fc.constant("consume" as const), key: keyArb, cost: fc.constant(1), dt }),
+    fc.record({ kind: fc.constant("peek" as const), key: keyArb, dt }),
+    fc.record({ kind: fc.constant("reset" as const), key: keyArb, dt }),
+  ];
+  if (refunds) ops.push(fc.record({ kind: fc.constant("refund" as const), key: keyArb, cost: fc.integer({ min: 1, max: 3 }), dt }));
+  return fc.oneof(...ops);
+}
+
+async function replay(
+  reference: RateLimitStore,
+  subject: RateLimitStore,
+  set: PolicySet,
+  start: number,
+  ops: Op[],
+  compare: "figures" | "decisions",
+): Promise<void> {
+  let now = start;
+  for (const [step, op] of ops.entries()) {
+    now += op.dt;
+    const where = `step ${step} (${op.kind} ${op.key} at +${now - start} ms)`;
+    if (op.kind === "consume" || op.kind === "peek") {
+      const expected = op.kind === "consume" ? await reference.consume(set, op.key, op.cost, now) : await reference.peek(set, op.key, now);
+      const actual = op.kind === "consume" ? await subject.consume(set, op.key, op.cost, now) : await subject.peek(set, op.key, now);
+      if (compare === "figures") expect([...actual], where).toEqual([...expected]);
+      else expect(actual[0], where).toBe(expected[0]);
+    } else if (op.kind === "refund") {
+      await reference.refund(set, op.key, op.cost, now);
+      await subject.refund(set, op.key, op.cost, now);
+    } else {
+      await reference.reset(set, op.key);
+      await subject.reset(set, op.key);
+    }
+  }
+}
+
+const FLAVOURS: [string, () => Promise<RedisHarness>][] = [
+  ["ioredis", ioredisHarness],
+  ["node-redis", nodeRedisHarness],
+  ["upstash (bridge)", upstashHarness],
+];
+
+describe.each(FLAVOURS)("equivalence with the memory store: %s", (_name, setup) => {
+  let h: RedisHarness;
+  beforeAll(async () => {
+    h = await setup();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const check = (backwards: boolean, refunds: boolean, denyCache: boolean, numRuns: number) =>
+    fc.assert(
+      fc.asyncProperty(
+        policiesArb,
+        fc.integer({ min: 0, max: 600 }).map((n) => T0 + n * GRAIN_MS),
+        fc.array(opArb(backwards, refunds), { minLength: 1, maxLength: 40 }),
+        async (policies, start, ops) => {
+          const set: PolicySet = Object.freeze({ prefix: uniquePrefix(), policies: Object.freeze(policies) });
+          const subject = h.store("local", { denyCache });
+          await replay(memoryStore(), subject, set, start, ops, denyCache ? "decisions" : "figures");
+        },
+      ),
+      { numRuns },
+    );
+
+  it("identical results on forward-moving time, with refunds and resets", async () => {
+    await check(false, true, false, 150);
+  }, 120_000);
+
+  it("identical results when the clock also steps backwards", async () => {
+    await check(true, false, false, 100);
+  }, 120_000);
+
+  it("identical decisions with the deny cache on (it never decides otherwise)", async () => {
+    await check(false, true, true, 100);
+    await check(true, false, true, 50);
+  }, 120_000);
+
+  it("identical results at microsecond times on one forward-moving trace", async () => {
+    // Fractional milliseconds exercise toMicros; windows are long so no key expires meanwhile.
+    const policies = [tokenBucket({ capacity: 5, refillRate: 3 }), slidingWindow({ limit: 7, window: "1m" }), fixedWindow({ limit: 9, window: "1h" }), slidingLog({ limit: 6, window: "1m" })]
+      .map((p, i) => Object.freeze({ ...p, name: `q${i}` }));
+    for (const one of [...policies.map((p) => [p]), policies]) {
+      const set: PolicySet = Object.freeze({ prefix: uniquePrefix(), policies: Object.freeze(one) });
+      const reference = memoryStore();
+      const subject = h.store("local", { denyCache: false });
+      let now = T0 + 0.1234;
+      for (let i = 0; i < 200; i++) {
+        now += ((i * 7919) % 997) * 1.001 + 0.001;
+        const cost = 1 + (i % 3);
+        expect([...(await subject.consume(set, "z", cost, now))], `step ${i}`).toEqual([...(await reference.consume(set, "z", cost, now))]);
+      }
+    }
+  }, 60_000);
+});

@@ -1,0 +1,37 @@
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { luaScripts, SCRIPT_SHA } from "../../packages/core/src/redis/lua.ts";
+
+describe("Lua scripts", () => {
+  it("precomputed SHA1 constants match the script sources (run `npx tsx scripts/update-lua-sha.ts` after editing a script)", () => {
+    const actual = Object.fromEntries(
+      Object.entries(luaScripts()).map(([name, s]) => [name, createHash("sha1").update(s.source).digest("hex")]),
+    );
+    expect(actual).toEqual(SCRIPT_SHA);
+    for (const s of Object.values(luaScripts())) expect(s.sha).toBe(createHash("sha1").update(s.source).digest("hex"));
+  });
+
+  it("use no shebang flags and no command vanilla Redis 7 / Valkey lacks", () => {
+    const allowed = new Set(["GET", "SET", "INCRBY", "TIME", "EXISTS", "LINDEX", "LLEN", "LPOP", "RPUSH", "LTRIM", "PEXPIRE", "DEL"]);
+    for (const s of Object.values(luaScripts())) {
+      expect(s.source).not.toMatch(/^\s*#!/);
+      for (const [, command] of s.source.matchAll(/redis\.p?call\("([A-Z]+)"/g)) expect(allowed).toContain(command);
+      expect(s.source).not.toMatch(/redis\.setresp|redis\.set_repl|redis\.replicate_commands/);
+    }
+  });
+});
+
+describe("core stays portable", () => {
+  it("imports no node:* module", () => {
+    const root = fileURLToPath(new URL("../../packages/core/src/", import.meta.url));
+    const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
+    expect(files.length).toBeGreaterThan(5);
+    for (const file of files) {
+      const text = readFileSync(root + file, "utf8");
+      expect(text, file).not.toMatch(/^(import|export)[^\n]*from\s+["'](node:|ioredis|redis|@upstash)/m);
+      expect(text, file).not.toMatch(/\bimport\(\s*["']node:/);
+    }
+  });
+});

@@ -1,0 +1,297 @@
+/**
+ * THE store contract suite: every RateLimitStore (memory, Upstash through the bridge, ioredis,
+ * node-redis, ioredis Cluster) runs these same tests. Time is injected (`clock: "local"` stores)
+ * wherever a test depends on it; tests on server time use windows of an hour, so the
+ * milliseconds the test takes cannot change a decision.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createRateLimiter,
+  fixedWindow,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+  type Policy,
+  type PolicyKind,
+  type RateLimitStore,
+} from "../../packages/core/src/index.ts";
+
+export interface StoreHarness {
+  /** A fresh store: on the server's clock, or on the time the limiter passes. Memory stores ignore the mode. */
+  store(clock: "server" | "local"): RateLimitStore;
+  /** PTTL (ms) of raw Redis keys (-2 missing, -1 no TTL); absent for stores without TTLs. */
+  pttl?(keys: string[]): Promise<number[]>;
+  /** Stops whatever the harness started. */
+  close(): Promise<void>;
+}
+
+let prefixCounter = 0;
+/** A prefix no other test uses, so tests share a server without interfering. */
+export function uniquePrefix(): string {
+  return `t${process.pid}x${Date.now().toString(36)}x${++prefixCounter}:`;
+}
+
+export const KINDS: readonly PolicyKind[] = ["token-bucket", "fixed-window", "sliding-window", "sliding-log"];
+
+/** A policy of `kind` admitting `limit` per hour (a token bucket refilling its capacity per hour). */
+export function hourly(kind: PolicyKind, limit: number, name?: string): Policy {
+  const n = name === undefined ? {} : { name };
+  switch (kind) {
+    case "token-bucket":
+      return tokenBucket({ capacity: limit, refillRate: limit / 3600, ...n });
+    case "fixed-window":
+      return fixedWindow({ limit, window: "1h", ...n });
+    case "sliding-window":
+      return slidingWindow({ limit, window: "1h", ...n });
+    case "sliding-log":
+      return slidingLog({ limit, window: "1h", ...n });
+  }
+}
+
+/** A window policy of `kind` with `limit` per `windowMs`, or a token bucket refilling `limit` per `windowMs`. */
+export function windowed(kind: PolicyKind, limit: number, windowMs: number, name?: string): Policy {
+  const n = name === undefined ? {} : { name };
+  switch (kind) {
+    case "token-bucket":
+      return tokenBucket({ capacity: limit, refillRate: (limit * 1000) / windowMs, ...n });
+    case "fixed-window":
+      return fixedWindow({ limit, window: windowMs, ...n });
+    case "sliding-window":
+      return slidingWindow({ limit, window: windowMs, ...n });
+    case "sliding-log":
+      return slidingLog({ limit, window: windowMs, ...n });
+  }
+}
+
+/** Longest TTL a key of this policy may need after a charge at any time: its window (× 2 for the sliding counter). */
+function maxTtlMs(policy: Policy): number {
+  return policy.kind === "sliding-window" ? 2 * policy.windowMs : policy.windowMs;
+}
+
+export function storeContract(name: string, setup: () => Promise<StoreHarness>): void {
+  describe(`store contract: ${name}`, () => {
+    let h: StoreHarness;
+    let server: RateLimitStore;
+    let local: RateLimitStore;
+    beforeAll(async () => {
+      h = await setup();
+      server = h.store("server");
+      local = h.store("local");
+    });
+    afterAll(async () => {
+      await server?.dispose?.();
+      await local?.dispose?.();
+      await h?.close();
+    });
+
+    describe.each(KINDS)("%s", (kind) => {
+      it("allows a first request and counts it", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 5), store: server, prefix: uniquePrefix() });
+        const d = await limiter.limit("alice");
+        expect(d.allowed).toBe(true);
+        expect(d.remaining).toBe(4);
+        expect(d.retryAfterMs).toBe(0);
+        expect(d.resetAt).toBeGreaterThan(Date.now() - 5000);
+      });
+
+      it("denies at N+1 with a finite retry-after", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 5), store: server, prefix: uniquePrefix() });
+        for (let i = 0; i < 5; i++) expect((await limiter.limit("bob")).allowed).toBe(true);
+        const denied = await limiter.limit("bob");
+        expect(denied.allowed).toBe(false);
+        expect(denied.remaining).toBe(0);
+        expect(denied.retryAfterMs).toBeGreaterThan(0);
+        // Up to two windows for the sliding counter (its current count weighs on the next window).
+        expect(denied.retryAfterMs).toBeLessThanOrEqual(kind === "sliding-window" ? 7_200_000 : 3_600_000);
+        // Another identifier is untouched.
+        expect((await limiter.limit("bobby")).remaining).toBe(4);
+      });
+
+      it("charges cost whole or not at all; a cost above the limit never fits", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 5), store: server, prefix: uniquePrefix() });
+        expect((await limiter.limit("c", { cost: 3 })).remaining).toBe(2);
+        const tooMuch = await limiter.limit("c", { cost: 3 });
+        expect(tooMuch.allowed).toBe(false);
+        expect((await limiter.peek("c")).remaining).toBe(2);
+        const exact = await limiter.limit("c", { cost: 2 });
+        expect(exact.allowed).toBe(true);
+        expect(exact.remaining).toBe(0);
+        const never = await limiter.limit("fresh", { cost: 6 });
+        expect(never.allowed).toBe(false);
+        expect(never.retryAfterMs).toBe(Infinity);
+        expect((await limiter.peek("fresh")).remaining).toBe(5);
+      });
+
+      it("peek reports without charging", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 3), store: server, prefix: uniquePrefix() });
+        const before = await limiter.peek("p");
+        expect(before.allowed).toBe(true);
+        expect(before.remaining).toBe(3);
+        await limiter.limit("p");
+        for (let i = 0; i < 3; i++) expect((await limiter.peek("p")).remaining).toBe(2);
+        await limiter.limit("p", { cost: 2 });
+        const after = await limiter.peek("p");
+        expect(after.allowed).toBe(false);
+        expect(after.remaining).toBe(0);
+        expect(after.retryAfterMs).toBeGreaterThan(0);
+      });
+
+      it("refund gives units back, never beyond an empty state", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 5), store: server, prefix: uniquePrefix() });
+        await limiter.limit("r", { cost: 5 });
+        expect((await limiter.limit("r")).allowed).toBe(false);
+        await limiter.refund("r", { cost: 2 });
+        expect((await limiter.peek("r")).remaining).toBe(2);
+        expect((await limiter.limit("r", { cost: 2 })).allowed).toBe(true);
+        await limiter.refund("r", { cost: 100 });
+        expect((await limiter.peek("r")).remaining).toBe(5);
+        expect((await limiter.limit("r", { cost: 5 })).allowed).toBe(true);
+        expect((await limiter.limit("r")).allowed).toBe(false);
+        // Refunding an identifier with no state creates none.
+        await limiter.refund("nobody", { cost: 3 });
+        expect((await limiter.peek("nobody")).remaining).toBe(5);
+      });
+
+      it("a denied request consumes nothing", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 4), store: server, prefix: uniquePrefix() });
+        await limiter.limit("d", { cost: 3 });
+        for (let i = 0; i < 20; i++) expect((await limiter.limit("d", { cost: 2 })).allowed).toBe(false);
+        const one = await limiter.limit("d");
+        expect(one.allowed).toBe(true);
+        expect(one.remaining).toBe(0);
+      });
+
+      it("a denied request consumes nothing: it is admitted exactly when retry-after says (injected time)", async () => {
+        let now = 1_700_000_000_000;
+        const policy = kind === "token-bucket" ? tokenBucket({ capacity: 3, refillRate: 2 }) : windowed(kind, 3, 10_000);
+        const limiter = createRateLimiter({ policy, store: local, prefix: uniquePrefix(), clock: () => now });
+        for (let i = 0; i < 3; i++) expect((await limiter.limit("k")).allowed).toBe(true);
+        const denied = await limiter.limit("k");
+        expect(denied.allowed).toBe(false);
+        now += 1;
+        for (let i = 0; i < 10; i++) expect((await limiter.limit("k")).allowed).toBe(false);
+        now += denied.retryAfterMs - 2;
+        expect((await limiter.limit("k")).allowed).toBe(false);
+        now += 1;
+        const admitted = await limiter.limit("k");
+        expect(admitted.allowed).toBe(true);
+      });
+
+      it("a clock stepping backwards grants no extra quota", async () => {
+        let now = 1_700_000_000_000 + 1234.5;
+        const policy = windowed(kind, 3, 60_000);
+        const limiter = createRateLimiter({ policy, store: local, prefix: uniquePrefix(), clock: () => now });
+        for (let i = 0; i < 3; i++) expect((await limiter.limit("b")).allowed).toBe(true);
+        now -= 30_000;
+        const back = await limiter.limit("b");
+        expect(back.allowed).toBe(false);
+        now -= 3_600_000;
+        expect((await limiter.limit("b")).allowed).toBe(false);
+        expect((await limiter.peek("b")).allowed).toBe(false);
+      });
+
+      it("reset deletes exactly that identifier", async () => {
+        const prefix = uniquePrefix();
+        const limiter = createRateLimiter({ policy: hourly(kind, 2), store: server, prefix });
+        const other = createRateLimiter({ policy: hourly(kind, 2), store: server, prefix: `${prefix}x` });
+        const ids = ["user", "user:1", "user}", "user}:0", "user%7D", "us", "{user}", "user%"];
+        for (const id of ids) {
+          await limiter.limit(id, { cost: 2 });
+          await other.limit(id, { cost: 2 });
+        }
+        await limiter.reset("user");
+        expect((await limiter.peek("user")).remaining).toBe(2);
+        expect((await limiter.limit("user")).allowed).toBe(true);
+        for (const id of ids.slice(1)) expect((await limiter.peek(id)).remaining, id).toBe(0);
+        for (const id of ids) expect((await other.peek(id)).remaining, id).toBe(0);
+        await limiter.reset("user}");
+        expect((await limiter.peek("user}")).remaining).toBe(2);
+        expect((await limiter.peek("user%7D")).remaining).toBe(0);
+        expect((await limiter.peek("user}:0")).remaining).toBe(0);
+        // Resetting what does not exist is fine.
+        await limiter.reset("never-seen");
+      });
+
+      it("keys carry a TTL no longer than the algorithm needs", async () => {
+        if (h.pttl === undefined) return;
+        const prefix = uniquePrefix();
+        const policy = hourly(kind, 5);
+        const limiter = createRateLimiter({ policy, store: server, prefix });
+        await limiter.limit("ttl-user", { cost: 2 });
+        const [ttl] = await h.pttl([`${prefix}{ttl-user}:0`]);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(maxTtlMs(policy));
+        if (kind === "token-bucket") {
+          // The bucket is full again after 2 tokens' worth of refill.
+          expect(ttl).toBeLessThanOrEqual(2 * policy.intervalMs + 1);
+          expect(ttl).toBeGreaterThan(2 * policy.intervalMs - 5_000);
+        }
+        if (kind === "sliding-log") expect(ttl).toBeGreaterThan(policy.windowMs - 5_000);
+        await limiter.reset("ttl-user");
+        expect(await h.pttl([`${prefix}{ttl-user}:0`])).toEqual([-2]);
+      });
+    });
+
+    describe("several policies", () => {
+      it("are checked atomically: a denial charges none of them", async () => {
+        const prefix = uniquePrefix();
+        const policies = [hourly("token-bucket", 3, "burst"), hourly("fixed-window", 10, "hourly"), hourly("sliding-log", 10, "log"), hourly("sliding-window", 10, "sw")];
+        const limiter = createRateLimiter({ policy: policies, store: server, prefix });
+        for (let i = 0; i < 3; i++) expect((await limiter.limit("m")).allowed).toBe(true);
+        for (let i = 0; i < 5; i++) {
+          const d = await limiter.limit("m");
+          expect(d.allowed).toBe(false);
+          expect(d.policy).toBe("burst");
+        }
+        const peeked = await limiter.peek("m");
+        expect(peeked.policies.map((p) => p.remaining)).toEqual([0, 7, 7, 7]);
+        expect(peeked.policies.map((p) => p.allowed)).toEqual([false, true, true, true]);
+        await limiter.refund("m", { cost: 2 });
+        const after = await limiter.limit("m", { cost: 2 });
+        expect(after.allowed).toBe(true);
+        expect(after.policies.map((p) => p.remaining)).toEqual([0, 7, 7, 7]);
+        await limiter.reset("m");
+        expect((await limiter.peek("m")).policies.map((p) => p.remaining)).toEqual([3, 10, 10, 10]);
+        if (h.pttl) expect(await h.pttl([0, 1, 2, 3].map((i) => `${prefix}{m}:${i}`))).toEqual([-2, -2, -2, -2]);
+      });
+
+      it("report every policy's figures and bind on the longest wait", async () => {
+        let now = 1_700_000_040_000; // a whole minute
+        const limiter = createRateLimiter({
+          policy: [fixedWindow({ limit: 2, window: "1s", name: "s" }), fixedWindow({ limit: 3, window: "1m", name: "m" })],
+          store: local,
+          prefix: uniquePrefix(),
+          clock: () => now,
+        });
+        expect((await limiter.limit("x")).policy).toBe("s");
+        await limiter.limit("x");
+        const d = await limiter.limit("x");
+        expect(d.allowed).toBe(false);
+        expect(d.policy).toBe("s");
+        now += 1000;
+        expect((await limiter.limit("x")).allowed).toBe(true);
+        const d2 = await limiter.limit("x");
+        expect(d2.allowed).toBe(false);
+        expect(d2.policy).toBe("m");
+        expect(d2.retryAfterMs).toBe(59_000);
+        expect(d2.policies.map((p) => [p.allowed, p.remaining])).toEqual([[true, 1], [false, 0]]);
+      });
+
+      it("keep one key per policy, each with its own TTL", async () => {
+        if (h.pttl === undefined) return;
+        const prefix = uniquePrefix();
+        const limiter = createRateLimiter({
+          policy: [fixedWindow({ limit: 5, window: "10s", name: "a" }), slidingWindow({ limit: 5, window: "1h", name: "b" })],
+          store: server,
+          prefix,
+        });
+        await limiter.limit("ttl");
+        const [a, b] = await h.pttl([`${prefix}{ttl}:0`, `${prefix}{ttl}:1`]);
+        expect(a).toBeGreaterThan(0);
+        expect(a).toBeLessThanOrEqual(10_000);
+        expect(b).toBeGreaterThan(3_600_000);
+        expect(b).toBeLessThanOrEqual(7_200_000);
+      });
+    });
+  });
+}
