@@ -35,6 +35,10 @@ const chain = (suite: Suite): Suite[] => {
 
 function format(template: string, args: unknown[], index: number): string {
   let i = 0;
+  const row = args[0];
+  if (args.length === 1 && typeof row === "object" && row !== null) {
+    template = template.replace(/\$([A-Za-z_][\w]*)/g, (_m, key: string) => String((row as Record<string, unknown>)[key]));
+  }
   return template.replace(/%[sdjio#%]/g, (token) => {
     if (token === "%%") return "%";
     if (token === "%#") return String(index);
