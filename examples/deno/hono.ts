@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { getConnInfo } from "hono/deno";
 import { slidingWindow } from "@floodgate/core";
-import { rateLimit } from "@floodgate/hono";
+import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
 
 declare const Deno: {
   env: { get(name: string): string | undefined };
@@ -12,7 +12,7 @@ declare const Deno: {
   ): unknown;
 };
 
-const app = new Hono();
+const app = new Hono<RateLimitEnv>();
 app.use("/api/*", rateLimit({ policy: slidingWindow({ limit: 5, window: "1m" }), getConnInfo }));
 app.get("/api/hello", (c) => c.json({ hello: "deno + hono", remaining: c.get("rateLimit").remaining }));
 

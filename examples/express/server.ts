@@ -1,7 +1,7 @@
 // Express: limits mounted on /api/, rules matched against the full path.
 //   npx tsx examples/express/server.ts
 import { slidingWindow, tokenBucket } from "@floodgate/core";
-import { rateLimit } from "@floodgate/express";
+import { rateLimit, type RateLimitedRequest } from "@floodgate/express";
 import express from "express";
 
 const app = express();
@@ -16,7 +16,7 @@ app.use(
   }),
 );
 app.post("/api/login", (_req, res) => { res.json({ token: "demo" }); });
-app.get("/api/hello", (req, res) => { res.json({ hello: "world", remaining: req.rateLimit?.remaining }); });
+app.get("/api/hello", (req, res) => { res.json({ hello: "world", remaining: (req as RateLimitedRequest).rateLimit?.remaining }); });
 
 const port = Number(process.env.PORT ?? 3001);
 const server = app.listen(port, "127.0.0.1", () => {

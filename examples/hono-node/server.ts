@@ -3,7 +3,7 @@
 //   npm start            (from the repository root: builds, then runs this file)
 //   PORT=8080 npm start
 import { memoryStore, tokenBucket, upstashStore, type RateLimitStore } from "@floodgate/core";
-import { rateLimit } from "@floodgate/hono";
+import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { Redis } from "@upstash/redis";
@@ -13,7 +13,7 @@ const env = globalThis.process?.env ?? {};
 const onUpstash = Boolean(env.UPSTASH_REDIS_REST_URL && env.UPSTASH_REDIS_REST_TOKEN);
 const store: RateLimitStore = onUpstash ? upstashStore({ redis: Redis.fromEnv() }) : memoryStore();
 
-const app = new Hono();
+const app = new Hono<RateLimitEnv>();
 app.use(
   "/api/*",
   rateLimit({

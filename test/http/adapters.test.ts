@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createRateLimiter, fixedWindow } from "@floodgate/core";
 import { rateLimit as expressRateLimit } from "@floodgate/express";
-import { rateLimit as honoRateLimit } from "@floodgate/hono";
+import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
@@ -104,7 +104,7 @@ describe("koa", () => {
 describe("hono", () => {
   it("on @hono/node-server: the socket address by default, or the runtime's getConnInfo", async () => {
     for (const options of [{}, { getConnInfo }]) {
-      const app = new Hono();
+      const app = new Hono<RateLimitEnv>();
       app.use(honoRateLimit({ policy, warnings: false, ...options }));
       app.get("/", (c) => c.json({ key: c.get("rateLimit").key }));
       const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;

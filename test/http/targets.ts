@@ -3,8 +3,8 @@
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
 import { withRateLimit, type HttpRateLimitOptions } from "@floodgate/core";
-import { rateLimit as expressRateLimit } from "@floodgate/express";
-import { rateLimit as honoRateLimit } from "@floodgate/hono";
+import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
+import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import express from "express";
 import { Hono } from "hono";
@@ -65,7 +65,7 @@ export const hono: Target = {
   name: "hono",
   async start(options) {
     const app = new Hono();
-    const api = new Hono();
+    const api = new Hono<RateLimitEnv>();
     app.use("/api/*", honoRateLimit({ getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), ...options }));
     api.all("*", (c) => c.json({ rateLimit: c.get("rateLimit") ?? null }, statusOf(c.req.header("x-test-status")) as 200));
     app.route("/api", api);
@@ -87,7 +87,7 @@ export const expressTarget: Target = {
     if (extra.expressTrustProxy !== undefined) app.set("trust proxy", extra.expressTrustProxy);
     const router = express.Router();
     router.all("/{*rest}", (req, res) => {
-      res.status(statusOf(req.header("x-test-status"))).json({ rateLimit: req.rateLimit ?? null });
+      res.status(statusOf(req.header("x-test-status"))).json({ rateLimit: (req as RateLimitedRequest).rateLimit ?? null });
     });
     app.use("/api/", expressRateLimit(options), router);
     app.use((_req, res) => { res.send("outside"); });

@@ -11,7 +11,14 @@ import { createRateLimiter, redisStore, slidingWindow, type PolicyKind } from ".
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
 import { hourly, KINDS } from "../stores/store-contract.ts";
 
-const IDENTIFIERS = ["u1", "203.0.113.42", "user:1234567", "2001:db8:85a3::8a2e:370:7334"];
+/**
+ * Our key `fg:{id}:0` is one byte longer than RLF's `rlflx:id`. For identifiers whose RLF key
+ * ends exactly on a jemalloc size class (identifier lengths 8, 24, 38, 54 with the default
+ * prefix), that byte moves the key up one allocation class: +16 B as MEMORY USAGE counts it. Those are asserted against
+ * that allowance, and listed as such in bench/README.md.
+ */
+const SIZE_CLASS_STRADDLE = new Set([8, 24, 38, 54]);
+const IDENTIFIERS = ["u1", "10.0.0.1", "203.0.113.42", "user:1234567", "2001:db8:85a3::8a2e:370:7334"];
 
 describe("Redis memory per identifier", () => {
   let redis: RedisInstance;
@@ -67,8 +74,9 @@ describe("Redis memory per identifier", () => {
       const sl1 = await ours("sliding-log", id, 1);
       const sl100 = await ours("sliding-log", id, 100);
       rows.push(`| \`${id}\` | ${baseline} | ${tb} | ${fw} | ${sw} / ${swFull} | ${sl1} | ${sl100} |`);
-      expect(tb, `token bucket for ${id}`).toBeLessThanOrEqual(baseline);
-      expect(fw, `fixed window for ${id}`).toBeLessThanOrEqual(baseline);
+      const allowance = SIZE_CLASS_STRADDLE.has(id.length) ? 16 : 0;
+      expect(tb, `token bucket for ${id}`).toBeLessThanOrEqual(baseline + allowance);
+      expect(fw, `fixed window for ${id}`).toBeLessThanOrEqual(baseline + allowance);
       expect(sw, `sliding window for ${id}`).toBeLessThanOrEqual(2 * baseline);
     }
     console.log(["| identifier | RLF fixed window | token bucket | fixed window | sliding window (1 h / 1 s, both windows) | sliding log (1 entry) | sliding log (100 entries) |", "|---|---|---|---|---|---|---|", ...rows].join("\n"));

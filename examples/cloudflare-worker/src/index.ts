@@ -3,7 +3,7 @@
 //   npx wrangler dev   (from examples/cloudflare-worker)
 import { Hono } from "hono";
 import { Redis } from "@upstash/redis/cloudflare";
-import { rateLimit } from "@floodgate/hono";
+import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { memoryStore, slidingWindow, upstashStore, type RateLimitStore } from "@floodgate/core";
 
 interface Env {
@@ -21,10 +21,10 @@ const storeFor = (env: Env): RateLimitStore => {
   return upstash;
 };
 
-const app = new Hono<{ Bindings: Env }>();
-let limiter: ReturnType<typeof rateLimit> | undefined;
+const app = new Hono<{ Bindings: Env } & RateLimitEnv>();
+let limiter: ReturnType<typeof rateLimit<{ Bindings: Env }>> | undefined;
 app.use("*", (c, next) => {
-  limiter ??= rateLimit({
+  limiter ??= rateLimit<{ Bindings: Env }>({
     policy: slidingWindow({ limit: 5, window: "1m" }),
     store: storeFor(c.env),
     trustProxy: "cloudflare", // the client address is CF-Connecting-IP

@@ -40,7 +40,7 @@ class Layout {
   readonly algorithms: Algorithm[];
   /** Offsets (within a slot) that hold a sliding log's reference. */
   readonly logOffsets: number[];
-  /** Per policy: whether it keeps a sliding log (only those need {@link MemoryStoreImpl.#log}). */
+  /** Per policy: whether it keeps a sliding log (only those look one up). */
   readonly keepsLog: boolean[];
   data: Float64Array;
   capacity = 16;

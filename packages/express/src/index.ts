@@ -5,15 +5,12 @@
 import { createHttpRateLimiter, settleOnClose, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 
-declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
-  namespace Express {
-    interface Request {
-      /** Floodgate's decision for this request (absent when skipped or allow-listed). */
-      rateLimit?: RateLimitInfo;
-    }
-  }
-}
+/**
+ * An Express request after the middleware ran: `req.rateLimit` is Floodgate's decision (absent when
+ * the request was skipped or allow-listed). No global augmentation, so the package stays
+ * publishable to JSR; declare one in your app if you prefer `req.rateLimit` everywhere.
+ */
+export type RateLimitedRequest = Request & { rateLimit?: RateLimitInfo };
 
 /** Options of {@link rateLimit}: the shared HTTP options, with the Express request as `raw`. */
 export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>;
@@ -44,7 +41,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     const appTrust = !userTrust && Boolean(req.app?.get("trust proxy"));
     limiter.check(req, appTrust ? req.ip : req.socket.remoteAddress, appTrust).then((result) => {
       if (result === undefined) return next();
-      req.rateLimit = result;
+      (req as RateLimitedRequest).rateLimit = result;
       const headers = result.headers;
       if (!result.allowed) {
         const denied = result.response!;

@@ -3,14 +3,14 @@
  * Floodgate rate limiting for Hono: a translation layer over `@floodgate/core`.
  */
 import { createHttpRateLimiter, toFetchResponse, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, Env, MiddlewareHandler } from "hono";
 
-declare module "hono" {
-  interface ContextVariableMap {
-    /** Floodgate's decision for this request (absent when skipped or allow-listed). */
-    rateLimit: RateLimitInfo;
-  }
-}
+/**
+ * The Hono environment the middleware contributes: `c.get("rateLimit")` is Floodgate's decision
+ * (absent when the request was skipped or allow-listed). `app.use(rateLimit(...))` carries it into
+ * the routes chained after it; or declare it: `new Hono<RateLimitEnv>()`.
+ */
+export type RateLimitEnv = { Variables: { rateLimit: RateLimitInfo } };
 
 /** Options of {@link rateLimit}: the shared HTTP options, plus the runtime's `getConnInfo`. */
 export interface HonoRateLimitOptions extends HttpRateLimitOptions<Context> {
@@ -40,7 +40,7 @@ const nodeSocketIp = (c: Context): string | undefined =>
  * import { getConnInfo } from "@hono/node-server/conninfo";
  * app.use("*", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }), getConnInfo }));
  */
-export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
+export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): MiddlewareHandler<E & RateLimitEnv> {
   const isObject = typeof options === "object" && options !== null;
   const { getConnInfo, ...rest } = isObject ? options : ({} as HonoRateLimitOptions);
   const limiter = createHttpRateLimiter(isObject ? rest : options, ACCESS);

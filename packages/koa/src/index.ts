@@ -2,7 +2,7 @@
  * @module
  * Floodgate rate limiting for Koa: a translation layer over `@floodgate/core`.
  */
-import { createHttpRateLimiter, settleOnClose, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core";
 import type { Context, Middleware, Next } from "koa";
 
 /** Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw`. */

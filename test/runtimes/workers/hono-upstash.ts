@@ -3,14 +3,14 @@
 import { globalScope } from "./global-scope-guard.ts";
 import { Hono } from "hono";
 import { Redis } from "@upstash/redis/cloudflare";
-import { rateLimit } from "@floodgate/hono";
+import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { tokenBucket, upstashStore } from "@floodgate/core";
 
 declare const __BRIDGE_URL__: string;
 declare const __BRIDGE_TOKEN__: string;
 
 const redis = new Redis({ url: __BRIDGE_URL__, token: __BRIDGE_TOKEN__, enableTelemetry: false });
-const app = new Hono();
+const app = new Hono<RateLimitEnv>();
 app.get("/__global-scope", (c) => c.json({ calls: globalScope.calls }));
 app.use(
   "/api/*",

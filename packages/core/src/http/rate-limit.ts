@@ -518,7 +518,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     }
   };
 
-  const onStoreFailure = (rule: CompiledRule<Raw>, error: FloodgateError, req: RateLimitRequest<Raw> | undefined): StoreErrorAction => {
+  const onStoreFailure = (error: FloodgateError, req: RateLimitRequest<Raw> | undefined): StoreErrorAction => {
     const chosen = callHook("onStoreError", storeErrorHook, error, req);
     return chosen === "allow" || chosen === "deny" || chosen === "fallback" ? chosen : storeErrorAction;
   };
@@ -551,7 +551,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         breaker?.failure(clock());
       }
     }
-    const action = onStoreFailure(rule, error, req);
+    const action = onStoreFailure(error, req);
     if (action === "fallback") return [await fallbackOf(rule).limit(key, cost === 1 ? undefined : { cost }), "fallback", error];
     return [undefined, action, error];
   };

@@ -51,7 +51,7 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
     );
   if (!METHOD.test(methodText)) throw invalid(`method ${JSON.stringify(methodText)} is not a method name or *`);
   if (pathText[0] !== "/") throw invalid("the path must start with /");
-  const segments = normalizePath(pathText, true).split("/").slice(1).filter((s, i, all) => s !== "" || all.length > 1);
+  const segments = normalizePath(pathText, true).split("/").slice(1).filter((s, _i, all) => s !== "" || all.length > 1);
   let regex = "^";
   const rank: number[] = [];
   segments.forEach((segment, i) => {

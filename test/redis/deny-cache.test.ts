@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { DenyCache } from "../../packages/core/src/redis/deny-cache.ts";
+
+// One policy, limit 5: [allowed, p.allowed, remaining, resetAt, retryAfterMs]
+const denied = (retry: number): number[] => [0, 0, 0, 5000, retry];
+
+describe("DenyCache", () => {
+  it("answers a cost >= the denied one until retryAfter - 1 ms after sending, counting the wait down", () => {
+    const cache = new DenyCache(10);
+    cache.remember("k", 1, 2, 1000, denied(300), [5]);
+    expect(cache.check("k", 1, 1, 1100)).toBeUndefined(); // smaller cost: ask the store
+    expect(cache.check("k", 1, 2, 1100)).toEqual([0, 0, 0, 5000, 200]);
+    expect(cache.check("k", 1, 3, 1298.5)).toEqual([0, 0, 0, 5000, 2]);
+    expect(cache.check("k", 2, 2, 1100)).toBeUndefined(); // another policy set
+    expect(cache.check("k", 1, 2, 1299)).toBeUndefined(); // no longer certain
+    expect(cache.size).toBe(0); // and dropped
+  });
+
+  it("a cost above a policy's limit is denied forever, and marked so", () => {
+    const cache = new DenyCache(10);
+    cache.remember("k", 1, 2, 0, denied(300), [5]);
+    expect(cache.check("k", 1, 6, 10)).toEqual([0, 0, 0, 5000, -1]);
+    cache.remember("n", 1, 9, 0, denied(-1), [5]);
+    expect(cache.check("n", 1, 9, 1e12)).toEqual([0, 0, 0, 5000, -1]);
+  });
+
+  it("drops an entry when the clock steps back before the denial", () => {
+    const cache = new DenyCache(10);
+    cache.remember("k", 1, 1, 1000, denied(300), [5]);
+    expect(cache.check("k", 1, 1, 999)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it("does not cache a wait of 1 ms or less (nothing is certain) and is bounded, oldest out first", () => {
+    const cache = new DenyCache(3);
+    cache.remember("one", 1, 1, 0, denied(1), [5]);
+    expect(cache.size).toBe(0);
+    for (const k of ["a", "b", "c", "d"]) cache.remember(k, 1, 1, 0, denied(100), [5]);
+    expect(cache.size).toBe(3);
+    expect(cache.check("a", 1, 1, 1)).toBeUndefined();
+    expect(cache.check("d", 1, 1, 1)).toBeDefined();
+    cache.forget("d");
+    expect(cache.check("d", 1, 1, 1)).toBeUndefined();
+    cache.clear();
+    expect(cache.size).toBe(0);
+  });
+
+  it("with several policies, waits for the longest denying one; admitted policies stay as reported", () => {
+    const cache = new DenyCache(10);
+    const result = [0, 1, 4, 100, 0, 0, 0, 900, 800, 0, 0, 500, 50];
+    cache.remember("k", 1, 1, 0, result, [5, 5, 5]);
+    expect(cache.check("k", 1, 1, 700)).toEqual([0, 1, 4, 100, 0, 0, 0, 900, 100, 0, 0, 500, 1]);
+    expect(cache.check("k", 1, 1, 799)).toBeUndefined();
+  });
+});
