@@ -185,8 +185,11 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         now -= 30_000;
         const back = await limiter.limit("b");
         expect(back.allowed).toBe(false);
+        expect(back.remaining).toBe(0);
         now -= 3_600_000;
-        expect((await limiter.limit("b")).allowed).toBe(false);
+        const further = await limiter.limit("b");
+        expect(further.allowed).toBe(false);
+        expect(further.remaining).toBe(0);
         expect((await limiter.peek("b")).allowed).toBe(false);
       });
 

@@ -41,7 +41,8 @@ const tokenBucket: Algorithm = {
     const next = tat + cost * interval;
     const fits = cost <= p.limit && next - now <= tau;
     out[i] = fits ? 1 : 0;
-    out[i + 1] = Math.floor((tau - (tat - now)) / interval);
+    // Negative only after the clock stepped back past the stored arrival time.
+    out[i + 1] = Math.max(0, Math.floor((tau - (tat - now)) / interval));
     out[i + 2] = ceilMs(tat);
     out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : ceilMs(next - tau - now);
     return fits;

@@ -56,7 +56,7 @@ local function t_eval(k, limit, interval, cost, out, i)
   local nxt = tat + cost * interval
   local fits = cost <= limit and nxt - now <= tau
   out[i] = fits and 1 or 0
-  out[i + 1] = math.floor((tau - (tat - now)) / interval)
+  out[i + 1] = math.max(0, math.floor((tau - (tat - now)) / interval))
   out[i + 2] = math.ceil(tat / 1000)
   if fits then out[i + 3] = 0 elseif cost > limit then out[i + 3] = -1 else out[i + 3] = math.ceil((nxt - tau - now) / 1000) end
   return fits, tat
@@ -328,11 +328,11 @@ export interface LuaScript {
  * from the sources (and prints the new values when a script changes).
  */
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
-  "token-bucket": "420aa8ce275ea46d4d802a09881022f729d36d70",
+  "token-bucket": "9dcf3d41f96b97d723289a1b215f24d1c5004d85",
   "fixed-window": "8f10f906ab188ae839a655dd20e5d473a756866d",
   "sliding-window": "2d542e812fc82447fe6cdb6ddad5c57c1777296d",
   "sliding-log": "d938b5b72eb87c2b086a941060f6ebba3466f8e6",
-  multi: "adfc4009f5b9b97007ef012ae26a3067fa1e43fb",
+  multi: "2bafed39a36d30e2db5b801a539458dfbbb0a16c",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;
