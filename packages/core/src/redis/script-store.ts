@@ -73,7 +73,7 @@ function isNoScript(error: unknown): boolean {
 
 /**
  * The engine both Redis stores share: one atomic script call per decision (EVALSHA, then EVAL
- * only on NOSCRIPT), keys `prefix{identifier}:policyIndex`, an optional deny cache.
+ * only on NOSCRIPT), keys `prefix{identifier}` (`:1`, `:2`... for further policies), an optional deny cache.
  */
 export class ScriptStore implements RedisScriptStore {
   readonly name: string;
@@ -196,19 +196,22 @@ export class ScriptStore implements RedisScriptStore {
 }
 
 /**
- * `prefix{identifier}:` with `%` and `}` escaped, so the hash tag always ends where the
+ * `prefix{identifier}` with `%` and `}` escaped, so the hash tag always ends where the
  * identifier does: no identifier can spell another's keys, and all keys of one identifier share
- * one Redis Cluster slot. (The limiter's prefix never contains `{` or `}`.)
+ * one Redis Cluster slot. (The limiter's prefix never contains `{` or `}`.) The first policy's key
+ * is exactly that; further policies append `:1`, `:2`, ... (the short key keeps an identifier's
+ * one integer within rate-limiter-flexible's `rlflx:<id>` footprint).
  */
 export function baseKey(prefix: string, key: string): string {
   const escaped = key.includes("%") || key.includes("}") ? key.replace(/%/g, "%25").replace(/\}/g, "%7D") : key;
-  return `${prefix}{${escaped}}:`;
+  return `${prefix}{${escaped}}`;
 }
 
 function keysOf(base: string, count: number): string[] {
-  if (count === 1) return [base + "0"];
+  if (count === 1) return [base];
   const keys = new Array<string>(count);
-  for (let p = 0; p < count; p++) keys[p] = base + p;
+  keys[0] = base;
+  for (let p = 1; p < count; p++) keys[p] = `${base}:${p}`;
   return keys;
 }
 
