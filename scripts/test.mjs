@@ -62,7 +62,10 @@ for (const pkg of packages) {
   check(`publint --strict @floodgate/${pkg}`, bin("publint"), ["--strict"], { cwd });
   check(`attw --pack @floodgate/${pkg}`, bin("attw"), ["--pack", ".", "--profile", "node16"], { cwd });
 }
-check("deno check (core source)", bin("deno"), ["check", "packages/core/src/index.ts"]);
+check("bundle size within budgets (scripts/size-budgets.json)", "node", ["scripts/size.mjs"]);
+check("deno check (every package's source, the Deno examples)", bin("deno"), ["check", ...packages.map((p) => `packages/${p}/src/index.ts`), "examples/deno/fetch.ts", "examples/deno/hono.ts"]);
+check("deno lint (every package, the Deno examples)", bin("deno"), ["lint", ...packages.map((p) => `packages/${p}/src`), "examples/deno"]);
+check("deno publish --dry-run (JSR: no slow types)", bin("deno"), ["publish", "--dry-run", "--allow-dirty"]);
 
 const vitestReport = join(tmp, "vitest.json");
 suite(
@@ -93,6 +96,11 @@ const PORTABLE_SUITES = [
   "test/core/limiter.test.ts",
   "test/core/memory-store.test.ts",
   "test/core/scenarios.test.ts",
+  // The store contract: memory, and Upstash through the local bridge over HTTP.
+  "test/stores/memory-store.contract.test.ts",
+  "test/redis/contract-upstash.test.ts",
+  // The HTTP scenario table: Hono, Express, Koa and the fetch wrapper.
+  "test/http/scenarios.test.ts",
 ];
 const denoReport = join(tmp, "deno-junit.xml");
 suite("deno test (Deno)", bin("deno"), ["test", "-A", "--no-check", "--reporter=dot", `--junit-path=${denoReport}`, ...PORTABLE_SUITES], denoReport, () => junit(denoReport));
