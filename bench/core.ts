@@ -2,8 +2,10 @@
  * Core decision benchmark: Floodgate's four algorithms on the memory store, beside the peers, in
  * one run. Run: `npm run bench` (node --expose-gc --import tsx bench/core.ts).
  *
- * Every row is one awaited call (mitata awaits each iteration's promise), so every row pays the
- * same promise and microtask overhead that a request handler does.
+ * Every peer row and every Floodgate `limit()` row is one awaited call (mitata awaits each
+ * iteration's promise): the promise and microtask overhead an async API costs. Floodgate's
+ * `decide()` rows are the same decisions answered synchronously (the memory store is synchronous,
+ * so no promise is needed): the path Floodgate's HTTP middleware takes.
  *
  * Scenarios (the same for every subject):
  *  - hot key: one key, always admitted. Floodgate: limit 100 per 1 s (token bucket capacity 100,
@@ -85,8 +87,19 @@ const MAP = PEERS[2];
 
 const ignore = (): void => {};
 
+/**
+ * Floodgate's subjects: each algorithm through `limit()` (a promise, awaited like every peer row)
+ * and through `decide()` (the same decision, returned synchronously because the memory store
+ * answers synchronously: what the HTTP middleware uses).
+ */
+const DECIDE = " decide()";
+const SUBJECTS = Object.keys(ALGORITHMS).flatMap((a) => [a, `${a}${DECIDE}`]);
+const algorithmOf = (subject: string): string => subject.replace(DECIDE, "");
+
 /** Returns the function to measure, after tracking every key it will touch (setup is not timed). */
-async function floodgate(algorithm: string, scenario: Scenario): Promise<() => Promise<unknown>> {
+async function floodgate(subject: string, scenario: Scenario): Promise<() => unknown> {
+  const algorithm = algorithmOf(subject);
+  const sync = subject.endsWith(DECIDE);
   let now = T0;
   const step = scenario === "hot key" ? 20 : scenario === "mostly denied" ? 1 : 0.001;
   const policy = scenario === "mostly denied"
@@ -102,15 +115,21 @@ async function floodgate(algorithm: string, scenario: Scenario): Promise<() => P
   if (scenario.startsWith("100k keys")) {
     for (const key of KEYS) await limiter.limit(key);
     let i = 0;
-    return () => {
-      const key = KEYS[i]!;
-      if (++i === DISTINCT) i = 0;
-      return limiter.limit(key);
-    };
+    return sync
+      ? () => {
+        const key = KEYS[i]!;
+        if (++i === DISTINCT) i = 0;
+        return limiter.decide(key);
+      }
+      : () => {
+        const key = KEYS[i]!;
+        if (++i === DISTINCT) i = 0;
+        return limiter.limit(key);
+      };
   }
   await limiter.limit(HOT);
   if (scenario === "mostly denied" && (await limiter.limit(HOT)).allowed) throw new Error("expected a denial");
-  return () => limiter.limit(HOT);
+  return sync ? () => limiter.decide(HOT) : () => limiter.limit(HOT);
 }
 
 async function peer(name: (typeof PEERS)[number], scenario: Scenario): Promise<{ fn: () => Promise<unknown>; dispose(): void }> {
@@ -155,10 +174,10 @@ const rowName = (subject: string, scenario: Scenario): string => `${subject} | $
 /** Registers every row; mitata forgets its rows after each `run()`, so this runs once per round. */
 function register(): void {
   for (const scenario of SCENARIOS) {
-    for (const algorithm of Object.keys(ALGORITHMS)) {
-      if (skip(algorithm, scenario)) continue;
-      bench(rowName(algorithm, scenario), async function* () {
-        yield await floodgate(algorithm, scenario);
+    for (const subject of SUBJECTS) {
+      if (skip(algorithmOf(subject), scenario)) continue;
+      bench(rowName(subject, scenario), async function* () {
+        yield await floodgate(subject, scenario);
       });
     }
     if (PEER_SCENARIO[scenario] !== scenario) continue;
@@ -175,9 +194,9 @@ function register(): void {
 // Warm every Floodgate path first, so that each row is measured with the engine's call sites in
 // the state a process using all four algorithms reaches, whatever the order of the rows.
 for (const scenario of SCENARIOS) {
-  for (const algorithm of Object.keys(ALGORITHMS)) {
-    if (skip(algorithm, scenario) || scenario.startsWith("100k keys")) continue;
-    const fn = await floodgate(algorithm, scenario);
+  for (const subject of SUBJECTS) {
+    if (skip(algorithmOf(subject), scenario) || scenario.startsWith("100k keys")) continue;
+    const fn = await floodgate(subject, scenario);
     for (let i = 0; i < 20_000; i++) await fn();
   }
 }
@@ -212,9 +231,9 @@ const json: Record<string, unknown>[] = [];
 let failures = 0;
 for (const scenario of SCENARIOS) {
   const peers = PEER_SCENARIO[scenario] === scenario ? PEERS : [];
-  for (const subject of [...Object.keys(ALGORITHMS).filter((a) => !skip(a, scenario)), ...peers]) {
+  for (const subject of [...SUBJECTS.filter((a) => !skip(algorithmOf(a), scenario)), ...peers]) {
     const t = get(subject, scenario);
-    const ours = subject in ALGORITHMS;
+    const ours = algorithmOf(subject) in ALGORITHMS;
     const vsErl = get(ERL, PEER_SCENARIO[scenario]) / t;
     const vsMap = t / get(MAP, PEER_SCENARIO[scenario]);
     const admitScenario = ADMIT_SCENARIO[scenario];

@@ -62,6 +62,12 @@ export interface LimitOptions {
 export interface RateLimiter {
   /** Decides for `key` and charges `cost` when every policy admits it; a denial charges nothing. */
   limit(key: string, options?: LimitOptions): Promise<Decision>;
+  /**
+   * The same decision as `limit()`, returned synchronously when the store answers synchronously
+   * (the memory store always does): no promise and no microtask on the hot path. With a remote
+   * store it returns the promise. A bad argument throws instead of rejecting.
+   */
+  decide(key: string, options?: LimitOptions): Decision | Promise<Decision>;
   /** The decision a request of cost 1 would get now, charging nothing. */
   peek(key: string): Promise<Decision>;
   /** Gives back `cost` units (e.g. for a request that should not have counted), never below empty. */
@@ -124,23 +130,26 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const toDecision = (result: StoreResult): Decision =>
     single !== undefined ? new SingleDecision(result, single) : new MultiDecision(result, policies);
 
-  /**
-   * A store that answers synchronously (the memory store) gets its decision wrapped in one
-   * resolved promise: awaiting the answer inside an `async` method would add a promise and a
-   * microtask turn to every call. Errors still reach the caller as a rejected promise.
-   */
-  const decide = (result: MaybePromise<StoreResult>): Promise<Decision> =>
-    Array.isArray(result) ? Promise.resolve(toDecision(result)) : Promise.resolve(result).then(toDecision);
+  /** Synchronous store answers become decisions at once; remote ones when they arrive. */
+  const decide = (result: MaybePromise<StoreResult>): Decision | Promise<Decision> =>
+    Array.isArray(result) ? toDecision(result) : Promise.resolve(result).then(toDecision);
+  const costOf = (options: LimitOptions | undefined): number =>
+    options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
 
   return Object.freeze({
     policies,
     store,
     prefix: set.prefix,
+    decide(key: string, options?: LimitOptions): Decision | Promise<Decision> {
+      checkKey(key);
+      return decide(store.consume(set, key, costOf(options), clock()));
+    },
     limit(key: string, options?: LimitOptions): Promise<Decision> {
+      // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
       try {
         checkKey(key);
-        const cost = options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
-        return decide(store.consume(set, key, cost, clock()));
+        const decision = decide(store.consume(set, key, costOf(options), clock()));
+        return decision instanceof Promise ? decision : Promise.resolve(decision);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -148,15 +157,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     peek(key: string): Promise<Decision> {
       try {
         checkKey(key);
-        return decide(store.peek(set, key, clock()));
+        const decision = decide(store.peek(set, key, clock()));
+        return decision instanceof Promise ? decision : Promise.resolve(decision);
       } catch (error) {
         return Promise.reject(error);
       }
     },
     async refund(key: string, options?: LimitOptions): Promise<void> {
       checkKey(key);
-      const cost = options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
-      await store.refund(set, key, cost, clock());
+      await store.refund(set, key, costOf(options), clock());
     },
     async reset(key: string): Promise<void> {
       checkKey(key);

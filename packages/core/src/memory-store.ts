@@ -23,7 +23,9 @@ export interface MemoryStore extends RateLimitStore {
 
 const DEFAULT_MAX_KEYS = 100_000;
 /** A map value packs a slot number and a layout id: slot × LAYOUTS + layout. */
-const LAYOUTS = 256;
+const LAYOUT_BITS = 8;
+const LAYOUTS = 1 << LAYOUT_BITS;
+const LAYOUT_MASK = LAYOUTS - 1;
 const MAX_KEYS = Math.floor(2 ** 31 / LAYOUTS) - 1;
 /** Per slot, before the policies' state: expiry (µs) and the recency stamp. */
 const HEADER = 2;
@@ -142,9 +144,9 @@ class MemoryStoreImpl implements MemoryStore {
     const layout = this.#layout(set);
     const fullKey = this.#fullKey(set.prefix, key);
     const ref = this.#keys.get(fullKey);
-    if (ref === undefined || ref % LAYOUTS !== layout.id) return;
+    if (ref === undefined || (ref & LAYOUT_MASK) !== layout.id) return;
     const now = toMicros(nowMs);
-    const base = ((ref - layout.id) / LAYOUTS) * layout.width;
+    const base = (ref >>> LAYOUT_BITS) * layout.width;
     const data = layout.data;
     let expiry = 0;
     for (let p = 0; p < layout.algorithms.length; p++) {
@@ -179,7 +181,7 @@ class MemoryStoreImpl implements MemoryStore {
     const fullKey = this.#fullKey(set.prefix, key);
     const now = toMicros(nowMs);
     let ref = this.#keys.get(fullKey);
-    if (ref !== undefined && ref % LAYOUTS !== layout.id) {
+    if (ref !== undefined && (ref & LAYOUT_MASK) !== layout.id) {
       // The same key under another policy layout: a reconfigured limiter starts afresh.
       this.#keys.delete(fullKey);
       this.#release(ref);
@@ -193,12 +195,29 @@ class MemoryStoreImpl implements MemoryStore {
       base = 0;
     } else {
       data = layout.data;
-      base = ((ref - layout.id) / LAYOUTS) * layout.width;
+      base = (ref >>> LAYOUT_BITS) * layout.width;
       this.#touch(fullKey, ref, data, base);
     }
     const policies = set.policies;
     const count = policies.length;
     const out: number[] = count === 1 ? [0, 0, 0, 0, 0] : new Array<number>(1 + count * FIELDS_PER_POLICY).fill(0);
+    if (count === 1) {
+      // One policy (the common case), without the loops: measurably faster on the hot path.
+      const algorithm = layout.algorithms[0]!;
+      const policy = policies[0]!;
+      const log = layout.keepsLog[0] ? (ref === undefined ? [] : this.#log(data, base + HEADER)) : undefined;
+      if (!algorithm.evaluate(policy, data, base + HEADER, log, now, cost, out, 1)) return out;
+      out[0] = 1;
+      if (!charge) return out;
+      if (ref === undefined) {
+        ref = this.#insert(fullKey, layout, now);
+        data = layout.data;
+        base = (ref >>> LAYOUT_BITS) * layout.width;
+      }
+      const committed = layout.keepsLog[0] ? this.#log(data, base + HEADER) : undefined;
+      data[base] = algorithm.commit(policy, data, base + HEADER, committed, now, cost, out, 1);
+      return out;
+    }
     let allowed = 1;
     for (let p = 0; p < count; p++) {
       const o = base + layout.offsets[p]!;
@@ -211,7 +230,7 @@ class MemoryStoreImpl implements MemoryStore {
     if (ref === undefined) {
       ref = this.#insert(fullKey, layout, now);
       data = layout.data;
-      base = ((ref - layout.id) / LAYOUTS) * layout.width;
+      base = (ref >>> LAYOUT_BITS) * layout.width;
     }
     let expiry = 0;
     for (let p = 0; p < count; p++) {
@@ -235,7 +254,7 @@ class MemoryStoreImpl implements MemoryStore {
   #insert(fullKey: string, layout: Layout, now: number): number {
     if (this.#keys.size >= this.#maxKeys) this.#makeRoom(now);
     const slot = layout.allocate();
-    const ref = slot * LAYOUTS + layout.id;
+    const ref = (slot << LAYOUT_BITS) | layout.id;
     layout.data[slot * layout.width + 1] = ++this.#tick;
     this.#keys.set(fullKey, ref);
     this.#sinceSweep++;
@@ -247,8 +266,8 @@ class MemoryStoreImpl implements MemoryStore {
     if (this.#sinceSweep >= this.#sweepEvery) {
       this.#sinceSweep = 0;
       for (const [fullKey, ref] of this.#keys) {
-        const layout = this.#layouts[ref % LAYOUTS]!;
-        if (layout.data[((ref - layout.id) / LAYOUTS) * layout.width]! <= now) {
+        const layout = this.#layouts[ref & LAYOUT_MASK]!;
+        if (layout.data[(ref >>> LAYOUT_BITS) * layout.width]! <= now) {
           this.#keys.delete(fullKey);
           this.#release(ref);
         }
@@ -262,8 +281,8 @@ class MemoryStoreImpl implements MemoryStore {
   }
 
   #release(ref: number): void {
-    const layout = this.#layouts[ref % LAYOUTS]!;
-    const slot = (ref - layout.id) / LAYOUTS;
+    const layout = this.#layouts[ref & LAYOUT_MASK]!;
+    const slot = ref >>> LAYOUT_BITS;
     for (const offset of layout.logOffsets) {
       const index = layout.data[slot * layout.width + offset]!;
       if (index > 0) {

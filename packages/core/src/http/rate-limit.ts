@@ -541,8 +541,9 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
       error = new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`);
     } else {
       try {
-        const pending = rule.limiter.limit(key, cost === 1 ? undefined : { cost });
-        const decision = timeoutMs === undefined ? await pending : await withTimeout(pending, timeoutMs, store.name);
+        // A synchronous store (memory) answers at once: no promise to wait for, nothing to time out.
+        const pending = rule.limiter.decide(key, cost === 1 ? undefined : { cost });
+        const decision = !(pending instanceof Promise) ? pending : timeoutMs === undefined ? await pending : await withTimeout(pending, timeoutMs, store.name);
         breaker?.success();
         return [decision, "store", undefined];
       } catch (thrown) {
