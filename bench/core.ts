@@ -17,10 +17,9 @@
  *  - 100k keys: 100,000 distinct keys requested in a cycle, all tracked before measuring (steady
  *    state). Same policies; the clock advances 1 µs per call, so each key is seen every 100 ms of
  *    simulated time (10 req/s, admitted) and windows roll every 1,000,000 calls. The store is the
- *    default `memoryStore()` (maxKeys 100,000): the working set equals the bound, so every call
- *    also moves its key to the recent end of the LRU order (a Map delete + set).
- *  - 100k keys, 1M cap: the same with `memoryStore({ maxKeys: 1_000_000 })`, where keys are young
- *    enough never to need moving: the cost of the decision without LRU maintenance.
+ *    default `memoryStore()` (maxKeys 100,000): the working set equals the bound (a hit only
+ *    marks its key as used: the second-chance eviction does the moving, and only when full).
+ *  - 100k keys, 1M cap: the same with `memoryStore({ maxKeys: 1_000_000 })`: a store far from full.
  *  Rows with a Floodgate-only scenario are compared with the peers' rows of the base scenario.
  *  - mostly denied: one key whose limit (1 per day) was used up before measuring; the clock
  *    advances 1 ms per call, so every measured call is a denial with a computed retryAfterMs.

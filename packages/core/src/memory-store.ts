@@ -27,14 +27,14 @@ const LAYOUT_BITS = 8;
 const LAYOUTS = 1 << LAYOUT_BITS;
 const LAYOUT_MASK = LAYOUTS - 1;
 const MAX_KEYS = Math.floor(2 ** 31 / LAYOUTS) - 1;
-/** Per slot, before the policies' state: expiry (µs) and the recency stamp. */
+/** Per slot, before the policies' state: expiry (µs) and the used-since-passed mark (CLOCK). */
 const HEADER = 2;
 
 const optionsSchema = z.strictObject({ maxKeys: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(MAX_KEYS))) });
 
 /**
  * The state of every key that shares one sequence of policy kinds, in one growable
- * Float64Array: a slot is [expiresAtUs, stamp, ...state of each policy].
+ * Float64Array: a slot is [expiresAtUs, usedMark, ...state of each policy].
  */
 class Layout {
   readonly width: number;
@@ -114,18 +114,14 @@ class MemoryStoreImpl implements MemoryStore {
   #lastNamespace = "";
   #logs: (number[] | undefined)[] = [];
   #freeLogs: number[] = [];
-  /** Incremented whenever an entry moves to the recent end of the map. */
-  #tick = 0;
   #sinceSweep: number;
   readonly #maxKeys: number;
   readonly #sweepEvery: number;
-  readonly #touchAfter: number;
 
   constructor(maxKeys: number) {
     this.#maxKeys = maxKeys;
     this.#sweepEvery = Math.max(1, maxKeys >> 3);
     this.#sinceSweep = this.#sweepEvery;
-    this.#touchAfter = maxKeys >> 1;
   }
 
   get size(): number {
@@ -196,7 +192,7 @@ class MemoryStoreImpl implements MemoryStore {
     } else {
       data = layout.data;
       base = (ref >>> LAYOUT_BITS) * layout.width;
-      this.#touch(fullKey, ref, data, base);
+      data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
     }
     const policies = set.policies;
     const count = policies.length;
@@ -243,25 +239,22 @@ class MemoryStoreImpl implements MemoryStore {
     return out;
   }
 
-  /** Moves an entry to the recent end, but only once it has aged past half the capacity. */
-  #touch(fullKey: string, ref: number, data: Float64Array, base: number): void {
-    if (this.#tick - data[base + 1]! <= this.#touchAfter) return;
-    this.#keys.delete(fullKey);
-    this.#keys.set(fullKey, ref);
-    data[base + 1] = ++this.#tick;
-  }
 
   #insert(fullKey: string, layout: Layout, now: number): number {
     if (this.#keys.size >= this.#maxKeys) this.#makeRoom(now);
     const slot = layout.allocate();
     const ref = (slot << LAYOUT_BITS) | layout.id;
-    layout.data[slot * layout.width + 1] = ++this.#tick;
     this.#keys.set(fullKey, ref);
     this.#sinceSweep++;
     return ref;
   }
 
-  /** Expired entries first (a full sweep, at most once per maxKeys/8 insertions), then the oldest. */
+  /**
+   * Expired entries first (a full sweep, at most once per maxKeys/8 insertions), then the least
+   * recently used, approximated by a second chance (CLOCK): the map is in insertion order; an
+   * entry used since it last reached the old end moves to the recent end with its mark cleared,
+   * the first unmarked one is evicted. A hit costs one write instead of a map delete and set.
+   */
   #makeRoom(now: number): void {
     if (this.#sinceSweep >= this.#sweepEvery) {
       this.#sinceSweep = 0;
@@ -276,7 +269,14 @@ class MemoryStoreImpl implements MemoryStore {
     while (this.#keys.size >= this.#maxKeys) {
       const [oldestKey, oldestRef] = this.#keys.entries().next().value as [string, number];
       this.#keys.delete(oldestKey);
-      this.#release(oldestRef);
+      const layout = this.#layouts[oldestRef & LAYOUT_MASK]!;
+      const mark = (oldestRef >>> LAYOUT_BITS) * layout.width + 1;
+      if (layout.data[mark] === 1) {
+        layout.data[mark] = 0;
+        this.#keys.set(oldestKey, oldestRef);
+      } else {
+        this.#release(oldestRef);
+      }
     }
   }
 
