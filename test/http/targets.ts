@@ -7,6 +7,7 @@ import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodga
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import express from "express";
+import express4 from "express4";
 import { Hono } from "hono";
 import Koa from "koa";
 
@@ -96,6 +97,23 @@ export const expressTarget: Target = {
   },
 };
 
+/** The same middleware on Express 4 (its router spells a catch-all `*`). */
+export const express4Target: Target = {
+  name: "express 4",
+  async start(options, extra = {}) {
+    const app = express4();
+    if (extra.expressTrustProxy !== undefined) app.set("trust proxy", extra.expressTrustProxy);
+    const router = express4.Router();
+    router.all("*", (req, res) => {
+      res.status(statusOf(req.header("x-test-status"))).json({ rateLimit: (req as RateLimitedRequest).rateLimit ?? null });
+    });
+    app.use("/api/", expressRateLimit(options), router);
+    app.use((_req, res) => { res.send("outside"); });
+    const server = createServer(app);
+    return overHttp(await listen(server), server);
+  },
+};
+
 export const koa: Target = {
   name: "koa",
   async start(options) {
@@ -129,4 +147,4 @@ export const fetchTarget: Target = {
   },
 };
 
-export const TARGETS: readonly Target[] = [hono, expressTarget, koa, fetchTarget];
+export const TARGETS: readonly Target[] = [hono, expressTarget, express4Target, koa, fetchTarget];
