@@ -1,12 +1,4 @@
-import { defineConfig } from "tsup";
+import { packageBuild } from "../../tsup.base.ts";
 
-export default defineConfig({
-  entry: ["src/index.ts"],
-  format: ["esm", "cjs"],
-  dts: true,
-  clean: true,
-  target: "es2022",
-  platform: "neutral",
-  sourcemap: false,
-  tsconfig: "tsconfig.json",
-});
+// Runs unchanged on Node, Deno, Bun, workerd and in browsers.
+export default packageBuild("neutral");

@@ -74,17 +74,12 @@ export interface LimitedResponse {
   body?: unknown;
 }
 
-/** What Floodgate decided for one request, exposed to hooks and as `c.get("rateLimit")` etc. */
-export interface RateLimitInfo {
-  readonly allowed: boolean;
-  /** The binding policy's limit. 0 when the decision did not come from a limiter. */
-  readonly limit: number;
-  readonly remaining: number;
-  /** Epoch ms. */
-  readonly resetAt: number;
-  readonly retryAfterMs: number;
-  readonly policy: string;
-  readonly policies: readonly PolicyDecision[];
+/**
+ * What Floodgate decided for one request, exposed to hooks and as `c.get("rateLimit")` etc.: the
+ * limiter's figures (a `limit` of 0 when no limiter decided: the store-error policy did) and where
+ * they came from.
+ */
+export interface RateLimitInfo extends Decision {
   /** The key counted (with the rule's own namespace in the store). */
   readonly key: string;
   /** The matched rule's pattern, or `"default"`. */
