@@ -197,3 +197,35 @@ describe("bad calls throw a clear error and change no state", () => {
     expect((await limiter.peek("k")).remaining).toBe(4);
   });
 });
+
+describe("decide()", () => {
+  it("answers synchronously on the memory store with the decision limit() would make", async () => {
+    let now = START;
+    const a = createRateLimiter({ policy: slidingWindow({ limit: 3, window: "1s" }), clock: () => now });
+    const b = createRateLimiter({ policy: slidingWindow({ limit: 3, window: "1s" }), clock: () => now });
+    for (let i = 0; i < 6; i++) {
+      now += 150;
+      const sync = a.decide("k", { cost: 1 + (i % 2) });
+      expect(sync).not.toBeInstanceOf(Promise);
+      expect(JSON.parse(JSON.stringify(sync))).toEqual(JSON.parse(JSON.stringify(await b.limit("k", { cost: 1 + (i % 2) }))));
+    }
+  });
+
+  it("returns the store's promise for an asynchronous store, and throws on a bad argument", async () => {
+    const inner = memoryStore();
+    const remote = {
+      name: "remote",
+      consume: (...args: Parameters<typeof inner.consume>) => Promise.resolve(inner.consume(...args)),
+      peek: (...args: Parameters<typeof inner.peek>) => Promise.resolve(inner.peek(...args)),
+      refund: (...args: Parameters<typeof inner.refund>) => Promise.resolve(inner.refund(...args)),
+      reset: (...args: Parameters<typeof inner.reset>) => Promise.resolve(inner.reset(...args)),
+    };
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), store: remote });
+    const pending = limiter.decide("k");
+    expect(pending).toBeInstanceOf(Promise);
+    expect((await pending).allowed).toBe(true);
+    expect((await limiter.decide("k")).allowed).toBe(false);
+    expect(() => limiter.decide("")).toThrow(FloodgateError);
+    expect(() => limiter.decide("k", { cost: 0 })).toThrow("Invalid cost");
+  });
+});
