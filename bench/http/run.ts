@@ -1,7 +1,7 @@
 // HTTP overhead benchmark (a harness, not a test): for each framework, a hello route without a
 // limiter, with Floodgate and with the framework's usual peer, measured with autocannon on
 // loopback in the same run, the three alternated round by round. Prints a Markdown table.
-//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5]
+//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5] [--only hono|express|koa]
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -13,13 +13,15 @@ const option = (name: string, fallback: number) => {
 };
 const ROUNDS = option("rounds", 3);
 const SECONDS = option("seconds", 5);
-const FRAMEWORKS = ["hono", "express", "koa"] as const;
+const only = args.indexOf("--only");
+const FRAMEWORKS = (["hono", "express", "koa"] as const).filter((f) => only === -1 || args[only + 1] === f);
 const VARIANTS = ["none", "floodgate", "peer"] as const;
 const PEERS = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-async function measure(framework: string, variant: string): Promise<{ rps: number; p99: number }> {
-  const child = spawn(`${root}node_modules/.bin/tsx`, ["bench/http/server.ts", framework, variant], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+async function measure(framework: string, variant: string): Promise<{ rps: number; p99: number; cpuUs: number }> {
+  // node itself (not the tsx wrapper), so the signal asking for CPU time reaches the server.
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/http/server.ts", framework, variant], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
   try {
     const port = await new Promise<number>((resolve, reject) => {
       child.stdout!.on("data", (chunk: Buffer) => {
@@ -29,16 +31,30 @@ async function measure(framework: string, variant: string): Promise<{ rps: numbe
       child.once("exit", (code) => reject(new Error(`${framework}/${variant} exited ${code}`)));
     });
     const url = `http://127.0.0.1:${port}/`;
+    const cpu = () =>
+      new Promise<number>((resolve) => {
+        const onData = (chunk: Buffer) => {
+          const m = /cpu (\d+)/.exec(chunk.toString());
+          if (m) {
+            child.stdout!.off("data", onData);
+            resolve(Number(m[1]));
+          }
+        };
+        child.stdout!.on("data", onData);
+        child.kill("SIGUSR2");
+      });
     await autocannon({ url, connections: 10, duration: 1 }); // warm-up (JIT)
+    const before = await cpu();
     const result = await autocannon({ url, connections: 10, duration: SECONDS });
+    const cpuUs = (await cpu()) - before;
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`${framework}/${variant}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-    return { rps: result.requests.average, p99: result.latency.p99 };
+    return { rps: result.requests.average, p99: result.latency.p99, cpuUs: cpuUs / (result.requests as unknown as { total: number }).total };
   } finally {
     child.kill("SIGTERM");
   }
 }
 
-const samples: Record<string, { rps: number[]; p99: number[] }> = {};
+const samples: Record<string, { rps: number[]; p99: number[]; cpu: number[] }> = {};
 for (let round = 0; round < ROUNDS; round++) {
   for (const framework of FRAMEWORKS) {
     // Alternate the order each round so drift (thermal, other load) does not favour one variant.
@@ -46,23 +62,27 @@ for (let round = 0; round < ROUNDS; round++) {
     for (const variant of order) {
       const r = await measure(framework, variant);
       const key = `${framework}/${variant}`;
-      (samples[key] ??= { rps: [], p99: [] }).rps.push(r.rps);
+      (samples[key] ??= { rps: [], p99: [], cpu: [] }).rps.push(r.rps);
       samples[key].p99.push(r.p99);
-      console.error(`round ${round + 1} ${key}: ${Math.round(r.rps)} req/s, p99 ${r.p99} ms`);
+      samples[key].cpu.push(r.cpuUs);
+      console.error(`round ${round + 1} ${key}: ${Math.round(r.rps)} req/s, p99 ${r.p99} ms, server CPU ${r.cpuUs.toFixed(1)} µs/request`);
     }
   }
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`| framework | variant | req/s (median of ${ROUNDS}) | p99 ms | % of unlimited | added µs/request |`);
-console.log("|---|---|---|---|---|---|");
+console.log(`| framework | variant | req/s (median of ${ROUNDS}) | p99 ms | % of unlimited | added µs/request (wall) | server CPU µs/request | added server CPU µs/request |`);
+console.log("|---|---|---|---|---|---|---|---|");
 for (const framework of FRAMEWORKS) {
   const base = median(samples[`${framework}/none`]!.rps);
+  const baseCpu = median(samples[`${framework}/none`]!.cpu);
   for (const variant of VARIANTS) {
     const s = samples[`${framework}/${variant}`]!;
     const rps = median(s.rps);
+    const cpu = median(s.cpu);
     const name = variant === "none" ? "no limiter" : variant === "floodgate" ? "@floodgate/" + framework : PEERS[framework];
     const added = variant === "none" ? "" : (1e6 / rps - 1e6 / base).toFixed(1);
-    console.log(`| ${framework} | ${name} | ${Math.round(rps)} | ${median(s.p99)} | ${((rps / base) * 100).toFixed(0)}% | ${added} |`);
+    const addedCpu = variant === "none" ? "" : (cpu - baseCpu).toFixed(1);
+    console.log(`| ${framework} | ${name} | ${Math.round(rps)} | ${median(s.p99)} | ${((rps / base) * 100).toFixed(0)}% | ${added} | ${cpu.toFixed(1)} | ${addedCpu} |`);
   }
 }

@@ -117,6 +117,21 @@ describe("hono", () => {
   });
 });
 
+describe("hono: headers reach every kind of response", () => {
+  it.each([
+    ["c.text()", (app: Hono) => app.get("/", (c) => c.text("hi"))],
+    ["a raw Response", (app: Hono) => app.get("/", () => new Response("raw", { headers: { "x-own": "1" } }))],
+    ["a Response with immutable headers", (app: Hono) => app.get("/", () => Response.redirect("http://localhost/elsewhere", 302))],
+  ])("%s", async (_name, route) => {
+    const app = new Hono();
+    app.use(honoRateLimit({ policy: fixedWindow({ limit: 5, window: "1m" }), getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+    route(app);
+    const response = await app.request("/");
+    expect(response.headers.get("x-ratelimit-remaining")).toBe("4");
+    expect(response.headers.get("ratelimit")).toContain("r=4");
+  });
+});
+
 describe("architecture", () => {
   it("core imports no node:* or framework; adapters import only @floodgate/core", () => {
     const script = fileURLToPath(new URL("../../scripts/check-boundaries.mjs", import.meta.url));

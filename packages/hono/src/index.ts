@@ -50,13 +50,16 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
     if (result === undefined) return next();
     c.set("rateLimit", result);
     if (!result.allowed) return toFetchResponse(result);
+    // Prepared before the handler, so c.text()/c.json() build the response with them at once
+    // (touching the response afterwards would make @hono/node-server materialize it).
+    const headers = result.headers;
+    for (let i = 0; i < headers.length; i += 2) c.header(headers[i]!, headers[i + 1]!);
     await next();
     if (result.settles) result.settle(c.res.status);
-    // After the handler, so a raw Response it returns gets them too.
-    const headers = result.headers;
-    const target = c.res.headers;
+    // A handler that returned its own Response skipped the prepared headers: add them to it.
+    if (headers.length === 0 || c.res.headers.has(headers[0]!)) return;
     try {
-      for (let i = 0; i < headers.length; i += 2) target.set(headers[i]!, headers[i + 1]!);
+      for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
     } catch {
       c.res = new Response(c.res.body, c.res); // immutable headers (a proxied fetch response)
       for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);

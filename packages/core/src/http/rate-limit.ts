@@ -287,6 +287,12 @@ let requestsServed = false;
 let createdWhileServing = 0;
 const PER_REQUEST_THRESHOLD = 20;
 const DOUBLE_COUNT_WATCH = 1000;
+/**
+ * Requests checked for forwarding headers that an untrusted proxy setting ignores. A
+ * misconfiguration shows on the first requests; checking every request would read two headers
+ * each time (which materialises the whole header list on some servers, e.g. @hono/node-server).
+ */
+const FORWARDED_WATCH = 1000;
 
 /** The result of {@link HttpRateLimiter.check}. */
 export class RateLimitResult implements RateLimitInfo {
@@ -610,6 +616,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     return defaultRule;
   };
 
+  let forwardedWatched = 0;
   return {
     async check(raw: Raw, socketIp: string | undefined, ipResolved = false): Promise<RateLimitResult | undefined> {
       requestsServed = true;
@@ -638,9 +645,11 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
       } else {
         warnings.emit("noClientIp");
       }
-      if (trustProxy === false && !ipResolved && warnings.pending("forwardedHeaderIgnored") &&
-        (access.header(raw, "x-forwarded-for") !== undefined || access.header(raw, "forwarded") !== undefined)) {
-        warnings.emit("forwardedHeaderIgnored");
+      if (trustProxy === false && !ipResolved && forwardedWatched < FORWARDED_WATCH && warnings.pending("forwardedHeaderIgnored")) {
+        forwardedWatched++;
+        if (access.header(raw, "x-forwarded-for") !== undefined || access.header(raw, "forwarded") !== undefined) {
+          warnings.emit("forwardedHeaderIgnored");
+        }
       }
 
       const req = new RequestView(raw, method, fullPath, ip, access);
