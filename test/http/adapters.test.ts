@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { createRateLimiter, fixedWindow } from "@floodgate/core";
+import { createRateLimiter, fixedWindow, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
@@ -146,5 +146,43 @@ describe("architecture", () => {
       const lines = readFileSync(fileURLToPath(new URL(`../../packages/${pkg}/src/index.ts`, import.meta.url)), "utf8").split("\n").length;
       expect(lines, pkg).toBeLessThan(100);
     }
+  });
+});
+
+describe("a client that disconnects before the response counts as failed", () => {
+  const perMinute2 = () => fixedWindow({ limit: 2, window: "1m" });
+  const run = async (send: (abort: boolean) => Promise<number>): Promise<number[]> => {
+    const statuses: number[] = [];
+    for (const abort of [true, true, false, false, false]) statuses.push(await send(abort));
+    return statuses;
+  };
+
+  it("fetch wrapper: refunded under skipFailedRequests", async () => {
+    const make = (skipFailedRequests: boolean) => {
+      const handler = withRateLimit(() => new Response("ok"), { policy: perMinute2(), skipFailedRequests, getClientIp: () => "127.0.0.1", warnings: false });
+      return (abort: boolean) => {
+        const controller = new AbortController();
+        if (abort) controller.abort();
+        return Promise.resolve(handler(new Request("http://localhost/", { signal: controller.signal }))).then((r) => r.status);
+      };
+    };
+    // Two aborted requests are given back: two more fit. Without the option they count.
+    expect(await run(make(true))).toEqual([200, 200, 200, 200, 429]);
+    expect(await run(make(false))).toEqual([200, 200, 429, 429, 429]);
+  });
+
+  it("hono: refunded under skipFailedRequests", async () => {
+    const make = (skipFailedRequests: boolean) => {
+      const app = new Hono();
+      app.use(honoRateLimit({ policy: perMinute2(), skipFailedRequests, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+      app.get("/", (c) => c.text("ok"));
+      return async (abort: boolean) => {
+        const controller = new AbortController();
+        if (abort) controller.abort();
+        return (await app.request(new Request("http://localhost/", { signal: controller.signal }))).status;
+      };
+    };
+    expect(await run(make(true))).toEqual([200, 200, 200, 200, 429]);
+    expect(await run(make(false))).toEqual([200, 200, 429, 429, 429]);
   });
 });

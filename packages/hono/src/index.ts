@@ -55,7 +55,7 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
     const headers = result.headers;
     for (let i = 0; i < headers.length; i += 2) c.header(headers[i]!, headers[i + 1]!);
     await next();
-    if (result.settles) result.settle(c.res.status);
+    if (result.settles) result.settle(c.req.raw.signal?.aborted ? 0 : c.res.status); // gone client: failed
     // A handler that returned its own Response skipped the prepared headers: add them to it.
     if (headers.length === 0 || c.res.headers.has(headers[0]!)) return;
     try {

@@ -86,7 +86,8 @@ export function withRateLimit<Rest extends unknown[]>(
       result.settle(500);
       throw error;
     }
-    if (result.settles) result.settle(response.status);
+    // A client that went away before the response counts as failed (status 0), as on Node's `close`.
+    if (result.settles) result.settle(request.signal?.aborted ? 0 : response.status);
     return result.headers.length === 0 ? response : withHeaders(response, result.headers);
   };
 }
