@@ -239,7 +239,6 @@ class MemoryStoreImpl implements MemoryStore {
     return out;
   }
 
-
   #insert(fullKey: string, layout: Layout, now: number): number {
     if (this.#keys.size >= this.#maxKeys) this.#makeRoom(now);
     const slot = layout.allocate();
