@@ -8,7 +8,7 @@ import type { Policy, PolicyKind } from "./policies.ts";
  *
  * A decision writes four numbers per policy into `out` at `i`:
  *   out[i]     1 when this policy alone would admit `cost`, else 0
- *   out[i + 1] remaining (after consuming, once `commit` ran; else as things stand)
+ *   out[i + 1] remaining (after consuming, when charged; else as things stand)
  *   out[i + 2] resetAt, epoch ms
  *   out[i + 3] retryAfterMs: 0 when admitted, NEVER (-1) when `cost` exceeds the limit
  */
@@ -22,9 +22,12 @@ export const FIELDS_PER_POLICY = 4;
 export interface Algorithm {
   /** Numbers of state per key in the memory store. */
   readonly width: number;
-  evaluate(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number): boolean;
-  /** Applies `cost` (already known to fit), rewrites remaining and resetAt, returns the state's expiry in µs. */
-  commit(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number): number;
+  /**
+   * Decides whether `cost` fits, writes this policy's four figures at `out[i]` and, when it fits
+   * and `charge` is set, applies it (the figures are then those after consuming). Returns the
+   * state's expiry in µs, meaningful once charged. A denial never changes the state.
+   */
+  apply(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number, charge: boolean): number;
   /** Gives back up to `cost` units, never below an empty state; returns the expiry in µs. */
   refund(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number): number;
 }
@@ -34,25 +37,28 @@ const ceilMs = (us: number): number => Math.ceil(us / 1000);
 /** Token bucket as GCRA: the state is the theoretical arrival time (µs) of the next request. */
 const tokenBucket: Algorithm = {
   width: 1,
-  evaluate(p, s, o, _log, now, cost, out, i) {
+  apply(p, s, o, _log, now, cost, out, i, charge) {
     const interval = intervalUs(p);
-    const tau = p.limit * interval;
+    const limit = p.limit;
+    const tau = limit * interval;
     const tat = Math.max(s[o]!, now);
     const next = tat + cost * interval;
-    const fits = cost <= p.limit && next - now <= tau;
-    out[i] = fits ? 1 : 0;
+    if (cost <= limit && next - now <= tau) {
+      out[i] = 1;
+      out[i + 3] = 0;
+      if (charge) {
+        s[o] = next;
+        out[i + 1] = Math.floor((tau - (next - now)) / interval);
+        out[i + 2] = ceilMs(next);
+        return next;
+      }
+    } else {
+      out[i] = 0;
+      out[i + 3] = cost > limit ? NEVER : ceilMs(next - tau - now);
+    }
     // Negative only after the clock stepped back past the stored arrival time.
     out[i + 1] = Math.max(0, Math.floor((tau - (tat - now)) / interval));
     out[i + 2] = ceilMs(tat);
-    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : ceilMs(next - tau - now);
-    return fits;
-  },
-  commit(p, s, o, _log, now, cost, out, i) {
-    const interval = intervalUs(p);
-    const next = Math.max(s[o]!, now) + cost * interval;
-    s[o] = next;
-    out[i + 1] = Math.floor((p.limit * interval - (next - now)) / interval);
-    out[i + 2] = ceilMs(next);
     return next;
   },
   refund(p, s, o, _log, now, cost) {
@@ -65,26 +71,28 @@ const tokenBucket: Algorithm = {
 /** Fixed window: [window index, count]. A window older than the stored one counts as the stored one. */
 const fixedWindow: Algorithm = {
   width: 2,
-  evaluate(p, s, o, _log, now, cost, out, i) {
+  apply(p, s, o, _log, now, cost, out, i, charge) {
     const size = p.windowMs * 1000;
+    const limit = p.limit;
     const index = Math.max(Math.floor(now / size), s[o]!);
     const count = s[o] === index ? s[o + 1]! : 0;
-    const fits = count + cost <= p.limit;
     const end = (index + 1) * size;
-    out[i] = fits ? 1 : 0;
-    out[i + 1] = p.limit - count;
     out[i + 2] = ceilMs(end);
-    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : ceilMs(end - now);
-    return fits;
-  },
-  commit(p, s, o, _log, now, cost, out, i) {
-    const size = p.windowMs * 1000;
-    const index = Math.max(Math.floor(now / size), s[o]!);
-    const count = (s[o] === index ? s[o + 1]! : 0) + cost;
-    s[o] = index;
-    s[o + 1] = count;
-    out[i + 1] = p.limit - count;
-    return (index + 1) * size;
+    if (count + cost <= limit) {
+      out[i] = 1;
+      out[i + 3] = 0;
+      if (charge) {
+        s[o] = index;
+        s[o + 1] = count + cost;
+        out[i + 1] = limit - count - cost;
+        return end;
+      }
+    } else {
+      out[i] = 0;
+      out[i + 3] = cost > limit ? NEVER : ceilMs(end - now);
+    }
+    out[i + 1] = limit - count;
+    return end;
   },
   refund(p, s, o, _log, now, cost) {
     const size = p.windowMs * 1000;
@@ -100,33 +108,32 @@ const fixedWindow: Algorithm = {
  */
 const slidingWindow: Algorithm = {
   width: 3,
-  evaluate(p, s, o, _log, now, cost, out, i) {
+  apply(p, s, o, _log, now, cost, out, i, charge) {
     const w = p.windowMs;
+    const limit = p.limit;
     const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
     const cur = currentCount(s, o, index);
     const prev = previousCount(s, o, index);
     const start = index * w;
     const elapsed = Math.max(0, Math.floor((now - start * 1000) / 1000));
-    const budget = p.limit * w - prev * (w - elapsed);
-    const fits = (cur + cost) * w <= budget;
-    out[i] = fits ? 1 : 0;
+    const budget = limit * w - prev * (w - elapsed);
+    if ((cur + cost) * w <= budget) {
+      out[i] = 1;
+      out[i + 3] = 0;
+      if (charge) {
+        s[o] = index;
+        s[o + 1] = cur + cost;
+        s[o + 2] = prev;
+        out[i + 1] = Math.max(0, Math.floor((budget - (cur + cost) * w) / w));
+        out[i + 2] = start + 2 * w;
+        return (start + 2 * w) * 1000;
+      }
+    } else {
+      out[i] = 0;
+      out[i + 3] = cost > limit ? NEVER : slidingRetryMs(limit, w, start, cur, prev, cost, now);
+    }
     out[i + 1] = Math.max(0, Math.floor((budget - cur * w) / w));
     out[i + 2] = cur > 0 ? start + 2 * w : prev > 0 ? start + w : ceilMs(now);
-    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : slidingRetryMs(p.limit, w, start, cur, prev, cost, now);
-    return fits;
-  },
-  commit(p, s, o, _log, now, cost, out, i) {
-    const w = p.windowMs;
-    const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
-    const cur = currentCount(s, o, index);
-    const prev = previousCount(s, o, index);
-    const start = index * w;
-    const elapsed = Math.max(0, Math.floor((now - start * 1000) / 1000));
-    s[o] = index;
-    s[o + 1] = cur + cost;
-    s[o + 2] = prev;
-    out[i + 1] = Math.max(0, Math.floor((p.limit * w - prev * (w - elapsed) - (cur + cost) * w) / w));
-    out[i + 2] = start + 2 * w;
     return (start + 2 * w) * 1000;
   },
   refund(p, s, o, _log, now, cost) {
@@ -174,26 +181,30 @@ function slidingRetryMs(limit: number, w: number, start: number, cur: number, pr
 /** Sliding log: ascending µs timestamps, one per admitted cost unit. */
 const slidingLog: Algorithm = {
   width: 1,
-  evaluate(p, _s, _o, log, now, cost, out, i) {
+  apply(p, _s, _o, log, now, cost, out, i, charge) {
     const entries = log!;
     const size = p.windowMs * 1000;
+    const limit = p.limit;
+    // Entries only grow, so a later `at` never lands before the newest one (clock steps back).
     const at = entries.length > 0 ? Math.max(now, entries[entries.length - 1]!) : now;
     prune(entries, at - size);
     const count = entries.length;
-    const fits = count + cost <= p.limit;
-    out[i] = fits ? 1 : 0;
-    out[i + 1] = p.limit - count;
+    if (count + cost <= limit) {
+      out[i] = 1;
+      out[i + 3] = 0;
+      if (charge) {
+        for (let k = 0; k < cost; k++) entries.push(at);
+        out[i + 1] = limit - count - cost;
+        out[i + 2] = ceilMs(at + size);
+        return at + size;
+      }
+    } else {
+      out[i] = 0;
+      out[i + 3] = cost > limit ? NEVER : ceilMs(entries[count + cost - limit - 1]! + size - now);
+    }
+    out[i + 1] = limit - count;
     out[i + 2] = count > 0 ? ceilMs(entries[count - 1]! + size) : ceilMs(now);
-    out[i + 3] = fits ? 0 : cost > p.limit ? NEVER : ceilMs(entries[count + cost - p.limit - 1]! + size - now);
-    return fits;
-  },
-  commit(p, _s, _o, log, now, cost, out, i) {
-    const entries = log!;
-    const at = entries.length > 0 ? Math.max(now, entries[entries.length - 1]!) : now;
-    for (let k = 0; k < cost; k++) entries.push(at);
-    out[i + 1] = p.limit - entries.length;
-    out[i + 2] = ceilMs(at + p.windowMs * 1000);
-    return at + p.windowMs * 1000;
+    return at + size;
   },
   refund(p, _s, _o, log, _now, cost) {
     const entries = log!;

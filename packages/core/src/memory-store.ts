@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import { ALGORITHMS, FIELDS_PER_POLICY, toMicros, type Algorithm } from "./algorithms.ts";
 import { FloodgateError } from "./errors.ts";
+import type { Policy } from "./policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
 import { parseOptions } from "./validation.ts";
 
@@ -78,8 +79,7 @@ class Layout {
       grown.set(this.data);
       this.data = grown;
     }
-    this.data.fill(0, slot * this.width, (slot + 1) * this.width);
-    return slot;
+    return slot; // the caller writes the whole slot
   }
 }
 
@@ -183,60 +183,85 @@ class MemoryStoreImpl implements MemoryStore {
       this.#release(ref);
       ref = undefined;
     }
-    let data: Float64Array;
-    let base: number;
+    const policies = set.policies;
+    if (policies.length === 1) {
+      // One policy (the common case): one call that decides and, when admitted, charges.
+      const out = [0, 0, 0, 0, 0];
+      const algorithm = layout.algorithms[0]!;
+      if (ref !== undefined) {
+        const data = layout.data;
+        const base = (ref >>> LAYOUT_BITS) * layout.width;
+        data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
+        const log = layout.keepsLog[0] ? this.#log(data, base + HEADER) : undefined;
+        const expiry = algorithm.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge);
+        if (out[1] === 1) {
+          out[0] = 1;
+          if (charge) data[base] = expiry;
+        }
+        return out;
+      }
+      // A key with no state: decided on a blank slot; a slot is taken only for a charged admission.
+      const blank = layout.blank.fill(0);
+      const log = layout.keepsLog[0] ? [] : undefined;
+      const expiry = algorithm.apply(policies[0]!, blank, HEADER, log, now, cost, out, 1, charge);
+      if (out[1] === 1) {
+        out[0] = 1;
+        if (charge) this.#adopt(fullKey, layout, now, expiry, log === undefined ? undefined : [log]);
+      }
+      return out;
+    }
+    return this.#decideAll(layout, policies, fullKey, ref, now, cost, charge);
+  }
+
+  /** Several policies: all are evaluated first, and charged only when every one admits. */
+  #decideAll(layout: Layout, policies: readonly Policy[], fullKey: string, ref: number | undefined, now: number, cost: number, charge: boolean): StoreResult {
+    const count = policies.length;
+    const out = new Array<number>(1 + count * FIELDS_PER_POLICY).fill(0);
+    let data = layout.blank;
+    let base = 0;
+    let logs: (number[] | undefined)[] | undefined;
     if (ref === undefined) {
-      data = layout.blank;
       data.fill(0);
-      base = 0;
+      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps) => (keeps ? [] : undefined));
     } else {
       data = layout.data;
       base = (ref >>> LAYOUT_BITS) * layout.width;
-      data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
-    }
-    const policies = set.policies;
-    const count = policies.length;
-    const out: number[] = count === 1 ? [0, 0, 0, 0, 0] : new Array<number>(1 + count * FIELDS_PER_POLICY).fill(0);
-    if (count === 1) {
-      // One policy (the common case), without the loops: measurably faster on the hot path.
-      const algorithm = layout.algorithms[0]!;
-      const policy = policies[0]!;
-      const log = layout.keepsLog[0] ? (ref === undefined ? [] : this.#log(data, base + HEADER)) : undefined;
-      if (!algorithm.evaluate(policy, data, base + HEADER, log, now, cost, out, 1)) return out;
-      out[0] = 1;
-      if (!charge) return out;
-      if (ref === undefined) {
-        ref = this.#insert(fullKey, layout, now);
-        data = layout.data;
-        base = (ref >>> LAYOUT_BITS) * layout.width;
-      }
-      const committed = layout.keepsLog[0] ? this.#log(data, base + HEADER) : undefined;
-      data[base] = algorithm.commit(policy, data, base + HEADER, committed, now, cost, out, 1);
-      return out;
+      data[base + 1] = 1;
+      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps, p) => (keeps ? this.#log(data, base + layout.offsets[p]!) : undefined));
     }
     let allowed = 1;
     for (let p = 0; p < count; p++) {
-      const o = base + layout.offsets[p]!;
-      const log = !layout.keepsLog[p] ? undefined : ref === undefined ? [] : this.#log(data, o);
-      if (!layout.algorithms[p]!.evaluate(policies[p]!, data, o, log, now, cost, out, 1 + p * FIELDS_PER_POLICY)) allowed = 0;
+      const i = 1 + p * FIELDS_PER_POLICY;
+      layout.algorithms[p]!.apply(policies[p]!, data, base + layout.offsets[p]!, logs?.[p], now, cost, out, i, false);
+      if (out[i] === 0) allowed = 0;
     }
     out[0] = allowed;
     if (allowed === 0 || !charge) return out;
-
-    if (ref === undefined) {
-      ref = this.#insert(fullKey, layout, now);
-      data = layout.data;
-      base = (ref >>> LAYOUT_BITS) * layout.width;
-    }
     let expiry = 0;
     for (let p = 0; p < count; p++) {
-      const o = base + layout.offsets[p]!;
-      const log = layout.keepsLog[p] ? this.#log(data, o) : undefined;
-      const e = layout.algorithms[p]!.commit(policies[p]!, data, o, log, now, cost, out, 1 + p * FIELDS_PER_POLICY);
+      const e = layout.algorithms[p]!.apply(policies[p]!, data, base + layout.offsets[p]!, logs?.[p], now, cost, out, 1 + p * FIELDS_PER_POLICY, true);
       if (e > expiry) expiry = e;
     }
-    data[base] = expiry;
+    if (ref === undefined) this.#adopt(fullKey, layout, now, expiry, logs);
+    else data[base] = expiry;
     return out;
+  }
+
+  /** Stores a new key's state, decided and charged on the layout's blank slot. */
+  #adopt(fullKey: string, layout: Layout, now: number, expiry: number, logs: (number[] | undefined)[] | undefined): void {
+    const ref = this.#insert(fullKey, layout, now);
+    const base = (ref >>> LAYOUT_BITS) * layout.width;
+    const data = layout.data;
+    data.set(layout.blank, base);
+    data[base] = expiry;
+    if (logs === undefined) return;
+    for (let p = 0; p < logs.length; p++) {
+      const log = logs[p];
+      if (log === undefined) continue;
+      const at = this.#freeLogs.pop() ?? this.#logs.length;
+      this.#logs[at] = log;
+      data[base + layout.offsets[p]!] = at + 1;
+    }
   }
 
   #insert(fullKey: string, layout: Layout, now: number): number {
