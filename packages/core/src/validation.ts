@@ -1,45 +1,79 @@
-import type { core } from "zod/mini";
+import * as z from "zod/mini";
 import { describeValue, FloodgateError } from "./errors.ts";
 
-/** What each option accepts, in words, for error messages. */
-export type AcceptedOptions = Record<string, string>;
+/**
+ * Checks one option's value: `true` when valid, anything else when not. A list or map returns the
+ * path (keys, as an array) to its first bad entry, so that the message names it (`trustProxy.1`).
+ * Called only for present options: an absent one is valid unless required.
+ */
+export type Check = (value: unknown) => unknown;
+
+/** One option: its check, what it accepts in words (for messages), and `1` when it is required. */
+export type OptionSpec = readonly [check: Check, accepted: string, required?: 1];
+
+/** The options of one function, by name. */
+export type OptionSpecs = Readonly<Record<string, OptionSpec>>;
+
+/** The error every invalid option throws: names the option, the value received and what is accepted. */
+export function invalidOption(where: string, option: string, value: unknown, expected: string): FloodgateError {
+  return new FloodgateError("INVALID_OPTION", `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`);
+}
+
+// Every option is a zod `custom` schema in a strict object: few schema kinds keep zod's share of
+// a bundle small, and one table gives both the checks and the words of the messages.
+const schemas = new WeakMap<OptionSpecs, z.ZodMiniType>();
+
+function schemaOf(specs: OptionSpecs): z.ZodMiniType {
+  let schema = schemas.get(specs);
+  if (schema === undefined) {
+    const shape: Record<string, z.ZodMiniType> = {};
+    for (const name in specs) {
+      const [check, , required] = specs[name]!;
+      const custom = z.custom((v) => check(v) === true);
+      shape[name] = required ? custom : z.optional(custom);
+    }
+    schemas.set(specs, schema = z.strictObject(shape));
+  }
+  return schema;
+}
 
 /**
- * Parses `input` with a zod schema once, at construction. A failure throws one
+ * Parses `input` against `specs` (with zod) once, at construction. A failure throws one
  * `FloodgateError("INVALID_OPTION")` that names the option, the value received and what is accepted.
  */
-export function parseOptions<T>(
-  schema: core.$ZodType<T>,
-  input: unknown,
-  where: string,
-  accepted: AcceptedOptions,
-): T {
+export function parseOptions<T>(input: unknown, where: string, specs: OptionSpecs): T {
+  const names = Object.keys(specs);
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     throw new FloodgateError(
       "INVALID_OPTION",
-      `${where}: expected an options object, received ${describeValue(input)}. Accepted options: ${Object.keys(accepted).join(", ")}.`,
+      `${where}: expected an options object, received ${describeValue(input)}. Accepted options: ${names.join(", ")}.`,
     );
   }
-  const result = (schema as unknown as { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: core.$ZodIssue[] } } }).safeParse(input);
-  if (result.success) return result.data;
+  const result = schemaOf(specs).safeParse(input);
+  if (result.success) return result.data as T;
   // An unknown option (a typo such as `windowMS`) explains the other issues, so it is reported first.
   const issues = result.error.issues;
   const issue = issues.find((i) => i.code === "unrecognized_keys") ?? issues[0]!;
-  throw new FloodgateError("INVALID_OPTION", `${where}: ${describeIssue(issue, input as Record<string, unknown>, accepted)}`);
-}
-
-function describeIssue(issue: core.$ZodIssue, input: Record<string, unknown>, accepted: AcceptedOptions): string {
-  const names = Object.keys(accepted);
   if (issue.code === "unrecognized_keys") {
     const unknown = issue.keys[0]!;
     const guess = closest(unknown, names);
-    return `unknown option \`${unknown}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`;
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `${where}: unknown option \`${unknown}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`,
+    );
   }
-  const option = issue.path.map(String).join(".") || "(options)";
-  let received: unknown = input;
-  for (const part of issue.path) received = (received as Record<PropertyKey, unknown> | undefined)?.[part as PropertyKey];
-  const top = String(issue.path[0] ?? "");
-  return `invalid option \`${option}\`: received ${describeValue(received)}; expected ${accepted[top] ?? "a valid value"}.`;
+  const name = String(issue.path[0]);
+  const [check, accepted] = specs[name]!;
+  let value = (input as Record<string, unknown>)[name];
+  let option = name;
+  const path = value === undefined || check(value);
+  if (Array.isArray(path)) {
+    for (const key of path) {
+      option += `.${key}`;
+      value = (value as Record<string, unknown>)[key];
+    }
+  }
+  throw invalidOption(where, option, value, accepted);
 }
 
 function closest(word: string, candidates: readonly string[]): string | undefined {
@@ -47,3 +81,64 @@ function closest(word: string, candidates: readonly string[]): string | undefine
   return candidates.find((c) => c.toLowerCase() === lower) ??
     candidates.find((c) => lower.startsWith(c.toLowerCase()) || c.toLowerCase().startsWith(lower));
 }
+
+// Checks shared by the option tables.
+
+export const isFunction: Check = (v) => typeof v === "function";
+export const isBoolean: Check = (v) => typeof v === "boolean";
+export const isString: Check = (v) => typeof v === "string";
+
+/** A whole number (a safe integer) from `min` to `max`. */
+export const whole = (min: number, max = Number.MAX_SAFE_INTEGER): Check => (v) =>
+  Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
+
+/** One of `values`. */
+export const oneOf = (values: readonly unknown[]): Check => (v) => values.includes(v);
+
+/** A plain object (an object literal or `Object.create(null)`). */
+export const isRecord: Check = (v) => {
+  if (typeof v !== "object" || v === null) return false;
+  // As zod's isPlainObject: whose constructor, if any, is some realm's `Object`.
+  const ctor: unknown = v.constructor;
+  return typeof ctor !== "function" || Object.hasOwn(ctor.prototype ?? 0, "isPrototypeOf");
+};
+
+/** An object with methods of these names (duck typing). */
+export const hasMethods = (...names: string[]): Check => (v) =>
+  typeof v === "object" && v !== null && names.every((n) => typeof (v as Record<string, unknown>)[n] === "function");
+
+/** Stores are duck-typed: anything with a `consume` method. */
+export const isStore: Check = /* @__PURE__ */ hasMethods("consume");
+export const STORE_ACCEPTED = "a store such as memoryStore(), upstashStore() or redisStore()";
+export const CLOCK_ACCEPTED = "a function returning epoch milliseconds";
+
+/** A string with no `{`, `}` or NUL, of at most `max` characters (a key namespace). */
+export const prefixOf = (max: number): Check => (v) =>
+  typeof v === "string" && v.length <= max && !/[{}\u0000]/.test(v);
+
+/** A container's answer for a bad entry at `key` whose own check answered `result`: the path to it. */
+const pathTo = (key: string, result: unknown): string[] => [key, ...(Array.isArray(result) ? result : [])];
+
+/** An array whose every entry passes `check`; else the path to the first that does not. */
+export const arrayOf = (check: Check): Check => (v) => {
+  if (!Array.isArray(v)) return false;
+  const bad = v.findIndex((e) => check(e) !== true);
+  return bad === -1 || pathTo(`${bad}`, check(v[bad]));
+};
+
+/**
+ * A plain object whose every entry passes `check` (given the entry's key too); else the path to
+ * the first that does not.
+ */
+export const recordOf = (check: (value: unknown, key: string) => unknown): Check => (v) => {
+  if (isRecord(v) !== true) return false;
+  for (const key in v as object) {
+    const result = check((v as Record<string, unknown>)[key], key);
+    if (result !== true) return pathTo(key, result);
+  }
+  return true;
+};
+
+/** A plain object with only the keys of `checks`, each absent or passing its check. */
+export const objectOf = (checks: Readonly<Record<string, Check>>): Check =>
+  recordOf((value, key) => Object.hasOwn(checks, key) && (value === undefined || checks[key]!(value)));
