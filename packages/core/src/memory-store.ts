@@ -1,7 +1,7 @@
 import { ALGORITHMS, FIELDS_PER_POLICY, toMicros, type Algorithm } from "./algorithms.ts";
 import { FloodgateError } from "./errors.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
-import { parseOptions, whole, type OptionSpecs } from "./validation.ts";
+import { parseOptions, range, type OptionSpecs } from "./validation.ts";
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -29,7 +29,7 @@ const MAX_KEYS = Math.floor(2 ** 31 / LAYOUTS) - 1;
 /** Per slot, before the policies' state: expiry (µs) and the used-since-passed mark (CLOCK). */
 const HEADER = 2;
 
-const OPTIONS: OptionSpecs = { maxKeys: [/* @__PURE__ */ whole(1, MAX_KEYS), `a whole number from 1 to ${MAX_KEYS}`] };
+const OPTIONS: OptionSpecs = { maxKeys: /* @__PURE__ */ range("a whole number", 1, MAX_KEYS) };
 
 /**
  * The state of every key that shares one sequence of policy kinds, in one growable

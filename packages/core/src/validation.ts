@@ -19,8 +19,9 @@ export function invalidOption(where: string, option: string, value: unknown, exp
   return new FloodgateError("INVALID_OPTION", `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`);
 }
 
-// Every option is a zod `custom` schema in a strict object: few schema kinds keep zod's share of
-// a bundle small, and one table gives both the checks and the words of the messages.
+// Every option is a zod `unknown` schema with one check (ours) in a strict object: few schema
+// kinds keep zod's share of a bundle small, and one table gives both the checks and the words of
+// the messages.
 const schemas = new WeakMap<OptionSpecs, z.ZodMiniType>();
 
 function schemaOf(specs: OptionSpecs): z.ZodMiniType {
@@ -29,8 +30,11 @@ function schemaOf(specs: OptionSpecs): z.ZodMiniType {
     const shape: Record<string, z.ZodMiniType> = {};
     for (const name in specs) {
       const [check, , required] = specs[name]!;
-      const custom = z.custom((v) => check(v) === true);
-      shape[name] = required ? custom : z.optional(custom);
+      shape[name] = z.unknown().check((payload) => {
+        const value = payload.value;
+        const result = value === undefined ? !required : check(value);
+        if (result !== true) payload.issues.push({ code: "custom", input: value, path: Array.isArray(result) ? result : [], message: "" });
+      });
     }
     schemas.set(specs, schema = z.strictObject(shape));
   }
@@ -49,7 +53,10 @@ export function parseOptions<T>(input: unknown, where: string, specs: OptionSpec
       `${where}: expected an options object, received ${describeValue(input)}. Accepted options: ${names.join(", ")}.`,
     );
   }
-  const result = schemaOf(specs).safeParse(input);
+  // Absent options are checked as undefined (so that required ones are reported like any other).
+  const all: Record<string, unknown> = {};
+  for (const name of names) all[name] = undefined;
+  const result = schemaOf(specs).safeParse(Object.assign(all, input));
   if (result.success) return result.data as T;
   // An unknown option (a typo such as `windowMS`) explains the other issues, so it is reported first.
   const issues = result.error.issues;
@@ -62,18 +69,9 @@ export function parseOptions<T>(input: unknown, where: string, specs: OptionSpec
       `${where}: unknown option \`${unknown}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`,
     );
   }
-  const name = String(issue.path[0]);
-  const [check, accepted] = specs[name]!;
-  let value = (input as Record<string, unknown>)[name];
-  let option = name;
-  const path = value === undefined || check(value);
-  if (Array.isArray(path)) {
-    for (const key of path) {
-      option += `.${key}`;
-      value = (value as Record<string, unknown>)[key];
-    }
-  }
-  throw invalidOption(where, option, value, accepted);
+  let value: unknown = input;
+  for (const key of issue.path) value = (value as Record<PropertyKey, unknown>)[key];
+  throw invalidOption(where, issue.path.join("."), value, specs[issue.path[0] as string]![1]);
 }
 
 function closest(word: string, candidates: readonly string[]): string | undefined {
@@ -92,8 +90,14 @@ export const isString: Check = (v) => typeof v === "string";
 export const whole = (min: number, max = Number.MAX_SAFE_INTEGER): Check => (v) =>
   Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
 
+/** A whole number from `min` to `max`, called `noun` in messages. */
+export const range = (noun: string, min: number, max: number): OptionSpec => [whole(min, max), `${noun} from ${min} to ${max}`];
+
 /** One of `values`. */
 export const oneOf = (values: readonly unknown[]): Check => (v) => values.includes(v);
+
+/** One of two strings. */
+export const choice = (a: string, b: string): OptionSpec => [oneOf([a, b]), `"${a}" or "${b}"`];
 
 /** A plain object (an object literal or `Object.create(null)`). */
 export const isRecord: Check = (v) => {

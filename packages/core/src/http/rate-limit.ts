@@ -5,6 +5,7 @@ import { isPolicies, isPolicy, POLICIES_ACCEPTED, type Policy } from "../policie
 import type { RateLimitStore } from "../store.ts";
 import {
   arrayOf,
+  choice,
   CLOCK_ACCEPTED,
   hasMethods,
   invalidOption,
@@ -17,10 +18,12 @@ import {
   oneOf,
   parseOptions,
   prefixOf,
+  range,
   recordOf,
   STORE_ACCEPTED,
   whole,
   type Check,
+  type OptionSpec,
   type OptionSpecs,
 } from "../validation.ts";
 import { createClientIpResolver, TRUST_PROXY_PRESETS, type ProxyHeader, type TrustProxy } from "./client-ip.ts";
@@ -183,66 +186,68 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   warnings?: WarningsOption;
 }
 
-const HEADER_FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
-const PRESETS = Object.keys(TRUST_PROXY_PRESETS);
+const FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
+const ACTIONS: readonly StoreErrorAction[] = ["allow", "deny", "fallback"];
+const JSON_TYPE = "application/json; charset=utf-8";
 const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
-const hasLimit = /* @__PURE__ */ hasMethods("limit");
-const isLimiter: Check = (v) => hasLimit(v) && Array.isArray((v as RateLimiter).policies);
-const isCost: Check = (v) => isFunction(v) || whole(0)(v);
-const isRuleOptions = /* @__PURE__ */ objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
-const isHeaderFormat = /* @__PURE__ */ oneOf(HEADER_FORMATS);
-const STORE_ERROR_ACTIONS: readonly StoreErrorAction[] = ["allow", "deny", "fallback"];
-const isBreakerOptions = /* @__PURE__ */ objectOf({ failures: /* @__PURE__ */ whole(1), cooldownMs: /* @__PURE__ */ whole(1) });
-const FUNCTION = "a function";
-const BOOLEAN = "a boolean";
+let optionSpecs: OptionSpecs | undefined;
 
-/** Every option: how it is checked (through zod, in validation.ts) and what it accepts, in words. */
-const OPTIONS: OptionSpecs = {
-  limiter: [isLimiter, "a limiter from createRateLimiter()"],
-  store: [isStore, STORE_ACCEPTED],
-  policy: [isPolicies, POLICIES_ACCEPTED],
-  rules: [
-    /* @__PURE__ */ recordOf((rule) => isPolicies(rule) || isRuleOptions(rule)),
-    'an object mapping "METHOD /path" patterns (or "default") to a policy, an array of policies, or { policy | limiter, store?, key?, cost? }',
-  ],
-  prefix: [/* @__PURE__ */ prefixOf(64), "a string of at most 64 characters without {, } or NUL"],
-  clock: [isFunction, CLOCK_ACCEPTED],
-  key: [isFunction, FUNCTION],
-  cost: [isCost, "a whole number >= 0 or a function returning one"],
-  skip: [isFunction, FUNCTION],
-  allowList: [/* @__PURE__ */ arrayOf((v) => isString(v) && v !== ""), "an array of IP addresses, CIDR ranges or keys"],
-  trustProxy: [
-    (v) => isBoolean(v) || whole(0, 64)(v) || PRESETS.includes(v as string) || arrayOf((r) => isString(r) && parseRange(r as string) !== undefined)(v),
-    `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, or a preset: ${quoted(PRESETS)}`,
-  ],
-  proxyHeader: [/* @__PURE__ */ oneOf(["x-forwarded-for", "forwarded"]), '"x-forwarded-for" or "forwarded"'],
-  ipv6Subnet: [/* @__PURE__ */ whole(1, 128), "a prefix length from 1 to 128"],
-  caseSensitive: [isBoolean, BOOLEAN],
-  headers: [
-    (v) => isBoolean(v) || isHeaderFormat(v) || arrayOf(isHeaderFormat)(v),
-    `true, false, or one or several of ${quoted(HEADER_FORMATS)}`,
-  ],
-  legacyReset: [/* @__PURE__ */ oneOf(["epoch", "delta"]), '"epoch" or "delta"'],
-  statusCode: [/* @__PURE__ */ whole(400, 599), "an HTTP status from 400 to 599"],
-  message: [(v) => isString(v) || isRecord(v), "a string, or an object sent as the JSON body"],
-  format: [/* @__PURE__ */ oneOf(["json", "problem+json"]), '"json" or "problem+json"'],
-  handler: [isFunction, FUNCTION],
-  skipSuccessfulRequests: [isBoolean, BOOLEAN],
-  skipFailedRequests: [isBoolean, BOOLEAN],
-  onStoreError: [(v) => isFunction(v) || STORE_ERROR_ACTIONS.includes(v as StoreErrorAction), '"allow", "deny", "fallback", or a function returning one of them'],
-  timeoutMs: [/* @__PURE__ */ whole(1, 60_000), "a whole number of milliseconds from 1 to 60000"],
-  circuitBreaker: [
-    (v) => v === false || isBreakerOptions(v),
-    "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }",
-  ],
-  onDecision: [isFunction, FUNCTION],
-  onLimited: [isFunction, FUNCTION],
-  logger: [/* @__PURE__ */ hasMethods("warn"), "an object with a warn(message) method, such as console"],
-  warnings: [
-    (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),
-    `a boolean, or an object mapping warning codes (${Object.keys(WARNINGS).join(", ")}) to booleans`,
-  ],
-};
+/** Every option: its check (run through zod, see validation.ts) and what it accepts in words. Built on first use. */
+function specs(): OptionSpecs {
+  if (optionSpecs !== undefined) return optionSpecs;
+  const presets = Object.keys(TRUST_PROXY_PRESETS);
+  const isLimiter: Check = (v) => hasMethods("limit")(v) && Array.isArray((v as RateLimiter).policies);
+  const isCost: Check = (v) => isFunction(v) || whole(0)(v);
+  const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
+  const isFormat = oneOf(FORMATS);
+  const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1) });
+  const fn: OptionSpec = [isFunction, "a function"];
+  const bool: OptionSpec = [isBoolean, "a boolean"];
+  return optionSpecs = {
+    limiter: [isLimiter, "a limiter from createRateLimiter()"],
+    store: [isStore, STORE_ACCEPTED],
+    policy: [isPolicies, POLICIES_ACCEPTED],
+    rules: [
+      recordOf((rule) => isPolicies(rule) || isRule(rule)),
+      'an object mapping "METHOD /path" patterns (or "default") to a policy, an array of policies, or { policy | limiter, store?, key?, cost? }',
+    ],
+    prefix: [prefixOf(64), "a string of at most 64 characters without {, } or NUL"],
+    clock: [isFunction, CLOCK_ACCEPTED],
+    key: fn,
+    cost: [isCost, "a whole number >= 0 or a function returning one"],
+    skip: fn,
+    allowList: [arrayOf((v) => isString(v) && v !== ""), "an array of IP addresses, CIDR ranges or keys"],
+    trustProxy: [
+      (v) => isBoolean(v) || whole(0, 64)(v) || presets.includes(v as string) || arrayOf((r) => isString(r) && parseRange(r as string) !== undefined)(v),
+      `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, or a preset: ${quoted(presets)}`,
+    ],
+    proxyHeader: choice("x-forwarded-for", "forwarded"),
+    ipv6Subnet: range("a prefix length", 1, 128),
+    caseSensitive: bool,
+    headers: [(v) => isBoolean(v) || isFormat(v) || arrayOf(isFormat)(v), `true, false, or one or several of ${quoted(FORMATS)}`],
+    legacyReset: choice("epoch", "delta"),
+    statusCode: range("an HTTP status", 400, 599),
+    message: [(v) => isString(v) || isRecord(v), "a string, or an object sent as the JSON body"],
+    format: choice("json", "problem+json"),
+    handler: fn,
+    skipSuccessfulRequests: bool,
+    skipFailedRequests: bool,
+    onStoreError: [
+      (v) => isFunction(v) || ACTIONS.includes(v as StoreErrorAction),
+      '"allow", "deny", "fallback", or a function returning one of them',
+    ],
+    timeoutMs: range("a whole number of milliseconds", 1, 60_000),
+    circuitBreaker: [(v) => v === false || isBreaker(v), "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }"],
+    onDecision: fn,
+    onLimited: fn,
+    logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
+    warnings: [
+      (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),
+      `a boolean, or an object mapping warning codes (${Object.keys(WARNINGS).join(", ")}) to booleans`,
+    ],
+  };
+}
+
 /** One compiled rule: its limiter(s), key, cost and precomputed headers. */
 interface CompiledRule<Raw> {
   readonly name: string;
@@ -373,7 +378,7 @@ function fitKey(key: string): string {
  */
 export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, access: RequestAccess<Raw>): HttpRateLimiter<Raw> {
   const where = "rateLimit()";
-  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, where, OPTIONS);
+  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, where, specs());
   const invalid = (option: string, value: unknown, expected: string): FloodgateError => invalidOption(where, option, value, expected);
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalid("limiter", o.limiter, "either `limiter`, or `store` and `policy`, not both");
@@ -454,14 +459,13 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     else patternRules.push(compiled);
   }
   patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
-  if (defaultRule === undefined) {
-    if (o.limiter !== undefined) defaultRule = compile("default", { limiter: o.limiter }, index);
-    else if (o.policy !== undefined) {
-      const prefix = o.prefix ?? "fg:";
-      defaultRule = compile("default", { limiter: createRateLimiter({ policy: o.policy, store: baseStore, prefix, clock }) }, index);
-    } else if (patternRules.length === 0) {
-      throw invalid("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`");
-    }
+  // The default rule keeps the base prefix as is (no rule name in it).
+  if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
+    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: o.prefix ?? "fg:", clock });
+    defaultRule = compile("default", { limiter }, index);
+  }
+  if (defaultRule === undefined && patternRules.length === 0) {
+    throw invalid("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`");
   }
 
   const allowIps: IpRange[] = [];
@@ -479,14 +483,13 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     ? (status: number): boolean => status > 0 && status < 400 ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
     : undefined;
 
-  const message = typeof o.message === "string" ? o.message : "Too many requests. Please retry after the Retry-After period.";
+  // The default body: everything but the Retry-After seconds is known now.
+  const message = JSON.stringify(typeof o.message === "string" ? o.message : "Too many requests. Please retry after the Retry-After period.");
   const problem = o.format === "problem+json";
-  const contentType = problem ? "application/problem+json" : "application/json; charset=utf-8";
-  const bodyHead = typeof o.message === "object"
-    ? undefined
-    : problem
-      ? `{"type":"about:blank","title":"Too Many Requests","status":${statusCode},"detail":${JSON.stringify(message)},"retryAfter":`
-      : `{"error":{"code":"RATE_LIMITED","message":${JSON.stringify(message)},"retryAfter":`;
+  const contentType = problem ? "application/problem+json" : JSON_TYPE;
+  const bodyHead = problem
+    ? `{"type":"about:blank","title":"Too Many Requests","status":${statusCode},"detail":${message},"retryAfter":`
+    : `{"error":{"code":"RATE_LIMITED","message":${message},"retryAfter":`;
   const bodyTail = problem ? "}" : "}}";
   const fixedBody = typeof o.message === "object" ? JSON.stringify(o.message) : undefined;
 
@@ -502,7 +505,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
 
   const onStoreFailure = (error: FloodgateError, req: RateLimitRequest<Raw> | undefined): StoreErrorAction => {
     const chosen = callHook("onStoreError", storeErrorHook, error, req);
-    return chosen === "allow" || chosen === "deny" || chosen === "fallback" ? chosen : storeErrorAction;
+    return ACTIONS.includes(chosen as StoreErrorAction) ? chosen as StoreErrorAction : storeErrorAction;
   };
 
   const fallbackOf = (rule: CompiledRule<Raw>): RateLimiter =>
@@ -579,7 +582,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
       }
       const body = custom?.body;
       const text = body === undefined || body === null ? null : typeof body === "string" ? body : JSON.stringify(body);
-      if (type === undefined && text !== null) out.push("Content-Type", typeof body === "string" ? "text/plain; charset=utf-8" : "application/json; charset=utf-8");
+      if (type === undefined && text !== null) out.push("Content-Type", typeof body === "string" ? "text/plain; charset=utf-8" : JSON_TYPE);
       return { status: custom?.status ?? statusCode, headers: out, body: text };
     }
     return {
