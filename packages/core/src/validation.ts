@@ -19,15 +19,15 @@ export function invalidOption(where: string, option: string, value: unknown, exp
   return new FloodgateError("INVALID_OPTION", `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`);
 }
 
-// Every option is a zod `unknown` schema with one check (ours) in a strict object: few schema
-// kinds keep zod's share of a bundle small, and one table gives both the checks and the words of
-// the messages.
-const schemas = new WeakMap<OptionSpecs, z.ZodMiniType>();
+// Each option is one zod schema, `z.unknown()` with one check: ours, from the option's table
+// entry, which also gives the words of the message. A single schema kind keeps zod's share of a
+// bundle small (no object, union, enum, record... schemas, each of which pulls its own code).
+const schemas = new WeakMap<OptionSpecs, Record<string, z.ZodMiniType>>();
 
-function schemaOf(specs: OptionSpecs): z.ZodMiniType {
-  let schema = schemas.get(specs);
-  if (schema === undefined) {
-    const shape: Record<string, z.ZodMiniType> = {};
+function schemasOf(specs: OptionSpecs): Record<string, z.ZodMiniType> {
+  let shape = schemas.get(specs);
+  if (shape === undefined) {
+    shape = {};
     for (const name in specs) {
       const [check, , required] = specs[name]!;
       shape[name] = z.unknown().check((payload) => {
@@ -36,14 +36,16 @@ function schemaOf(specs: OptionSpecs): z.ZodMiniType {
         if (result !== true) payload.issues.push({ code: "custom", input: value, path: Array.isArray(result) ? result : [], message: "" });
       });
     }
-    schemas.set(specs, schema = z.strictObject(shape));
+    schemas.set(specs, shape);
   }
-  return schema;
+  return shape;
 }
 
 /**
- * Parses `input` against `specs` (with zod) once, at construction. A failure throws one
- * `FloodgateError("INVALID_OPTION")` that names the option, the value received and what is accepted.
+ * Parses `input` against `specs` (each option with zod) once, at construction: returns the
+ * options present. A failure throws one `FloodgateError("INVALID_OPTION")` that names the option,
+ * the value received and what is accepted; an unknown option (a typo such as `windowMS`) explains
+ * any other problem, so it is reported first.
  */
 export function parseOptions<T>(input: unknown, where: string, specs: OptionSpecs): T {
   const names = Object.keys(specs);
@@ -53,25 +55,28 @@ export function parseOptions<T>(input: unknown, where: string, specs: OptionSpec
       `${where}: expected an options object, received ${describeValue(input)}. Accepted options: ${names.join(", ")}.`,
     );
   }
-  // Absent options are checked as undefined (so that required ones are reported like any other).
-  const all: Record<string, unknown> = {};
-  for (const name of names) all[name] = undefined;
-  const result = schemaOf(specs).safeParse(Object.assign(all, input));
-  if (result.success) return result.data as T;
-  // An unknown option (a typo such as `windowMS`) explains the other issues, so it is reported first.
-  const issues = result.error.issues;
-  const issue = issues.find((i) => i.code === "unrecognized_keys") ?? issues[0]!;
-  if (issue.code === "unrecognized_keys") {
-    const unknown = issue.keys[0]!;
-    const guess = closest(unknown, names);
-    throw new FloodgateError(
-      "INVALID_OPTION",
-      `${where}: unknown option \`${unknown}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`,
-    );
+  for (const key in input) {
+    if (!Object.hasOwn(specs, key)) {
+      const guess = closest(key, names);
+      throw new FloodgateError(
+        "INVALID_OPTION",
+        `${where}: unknown option \`${key}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`,
+      );
+    }
   }
-  let value: unknown = input;
-  for (const key of issue.path) value = (value as Record<PropertyKey, unknown>)[key];
-  throw invalidOption(where, issue.path.join("."), value, specs[issue.path[0] as string]![1]);
+  const shape = schemasOf(specs);
+  const options: Record<string, unknown> = {};
+  for (const name of names) {
+    let value = (input as Record<string, unknown>)[name];
+    const result = shape[name]!.safeParse(value);
+    if (!result.success) {
+      const path = result.error.issues[0]!.path;
+      for (const key of path) value = (value as Record<PropertyKey, unknown>)[key];
+      throw invalidOption(where, [name, ...path].join("."), value, specs[name]![1]);
+    }
+    if (value !== undefined) options[name] = value;
+  }
+  return options as T;
 }
 
 function closest(word: string, candidates: readonly string[]): string | undefined {
