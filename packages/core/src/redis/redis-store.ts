@@ -22,14 +22,8 @@ export interface RedisStoreOptions extends ScriptStoreOptions {
 }
 
 const isNodeRedis = /* @__PURE__ */ hasMethods("evalSha", "eval", "del");
-const OPTIONS: OptionSpecs = {
-  client: [
-    (v) => isNodeRedis(v) || hasMethods("evalsha", "eval", "del")(v),
-    "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
-    1,
-  ],
-  ...SCRIPT_STORE_OPTIONS,
-};
+// Built on first use: a spread at import time would keep it in bundles that never call redisStore().
+let OPTIONS: OptionSpecs | undefined;
 
 /**
  * Creates a store that keeps limiter state in Redis, Valkey or Redis Cluster over TCP, through
@@ -48,7 +42,14 @@ const OPTIONS: OptionSpecs = {
  * });
  */
 export function redisStore(options: RedisStoreOptions): RedisScriptStore {
-  const o = parseOptions<RedisStoreOptions>(options, "redisStore()", OPTIONS);
+  const o = parseOptions<RedisStoreOptions>(options, "redisStore()", OPTIONS ??= {
+    client: [
+      (v) => isNodeRedis(v) || hasMethods("evalsha", "eval", "del")(v),
+      "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
+      1,
+    ],
+    ...SCRIPT_STORE_OPTIONS,
+  });
   const client = o.client;
   let transport: ScriptTransport;
   if (isNodeRedis(client)) {

@@ -17,10 +17,8 @@ export interface UpstashStoreOptions extends ScriptStoreOptions {
   redis: UpstashRedisLike;
 }
 
-const OPTIONS: OptionSpecs = {
-  redis: [/* @__PURE__ */ hasMethods("evalsha", "eval", "del"), "an @upstash/redis Redis instance (an object with evalsha, eval and del methods)", 1],
-  ...SCRIPT_STORE_OPTIONS,
-};
+// Built on first use: a spread at import time would keep it in bundles that never call upstashStore().
+let OPTIONS: OptionSpecs | undefined;
 
 /**
  * Creates a store that keeps limiter state in Upstash Redis over HTTP (serverless and edge
@@ -39,7 +37,10 @@ const OPTIONS: OptionSpecs = {
  * });
  */
 export function upstashStore(options: UpstashStoreOptions): RedisScriptStore {
-  const o = parseOptions<UpstashStoreOptions>(options, "upstashStore()", OPTIONS);
+  const o = parseOptions<UpstashStoreOptions>(options, "upstashStore()", OPTIONS ??= {
+    redis: [hasMethods("evalsha", "eval", "del"), "an @upstash/redis Redis instance (an object with evalsha, eval and del methods)", 1],
+    ...SCRIPT_STORE_OPTIONS,
+  });
   const redis = o.redis;
   return new ScriptStore("upstash", {
     evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
