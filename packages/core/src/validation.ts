@@ -135,12 +135,9 @@ export const arrayOf = (check: Check): Check => (v) => {
   return bad === -1 || pathTo(`${bad}`, check(v[bad]));
 };
 
-/**
- * A plain object whose every entry passes `check` (given the entry's key too); else the path to
- * the first that does not.
- */
-export const recordOf = (check: (value: unknown, key: string) => unknown): Check => (v) => {
-  if (isRecord(v) !== true) return false;
+/** Any container whose enumerable entries all pass `check` (given the key too); else the path to the first that does not. */
+const entriesOf = (isContainer: Check, check: (value: unknown, key: string) => unknown): Check => (v) => {
+  if (isContainer(v) !== true) return false;
   for (const key in v as object) {
     const result = check((v as Record<string, unknown>)[key], key);
     if (result !== true) return pathTo(key, result);
@@ -148,6 +145,12 @@ export const recordOf = (check: (value: unknown, key: string) => unknown): Check
   return true;
 };
 
-/** A plain object with only the keys of `checks`, each absent or passing its check. */
+/** A plain object (a map) whose every entry passes `check` (given the entry's key too). */
+export const recordOf = (check: (value: unknown, key: string) => unknown): Check => entriesOf(isRecord, check);
+
+/** An object (not an array) with only the keys of `checks`, each absent or passing its check. */
 export const objectOf = (checks: Readonly<Record<string, Check>>): Check =>
-  recordOf((value, key) => Object.hasOwn(checks, key) && (value === undefined || checks[key]!(value)));
+  entriesOf(
+    (v) => typeof v === "object" && v !== null && !Array.isArray(v),
+    (value, key) => Object.hasOwn(checks, key) && (value === undefined || checks[key]!(value)),
+  );
