@@ -134,6 +134,10 @@ describe("option validation", () => {
     [{ policy, rules: { "GET api": policy } }, /invalid rule "GET api"/],
     [{ policy, rules: { "GET /a": { cost: 2 } } }, /`rules.GET \/a`/],
     [{ policy, warnings: { nope: false } }, /`warnings.nope`/],
+    [{ policy, warnings: { trustProxyTrue: "no" } }, /`warnings.trustProxyTrue`: received "no"; expected a boolean, or an object mapping warning codes \(forwardedHeaderIgnored/],
+    [{ policy, headers: ["legacy", "x"] }, /`headers.1`: received "x"; expected true, false, or one or several of "legacy"/],
+    [{ policy, rules: { "GET /a": { policy, cost: -1 } } }, /`rules.GET \/a.cost`: received -1; expected an object mapping "METHOD \/path"/],
+    [{ policy, circuitBreaker: { fails: 1 } }, /`circuitBreaker.fails`: received 1; expected false or \{ failures\?/],
     [{}, /`policy`: received undefined; expected `limiter`, `policy`/],
     ["nope", /expected an options object/],
   ])("%j", (options, message) => {

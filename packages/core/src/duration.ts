@@ -6,22 +6,29 @@ type DurationUnit = "ms" | "s" | "m" | "h" | "d";
 
 const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION_PATTERN = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
-const ACCEPTED = 'a whole number of milliseconds >= 1, or a string like "500ms", "10s", "1m", "1h", "1d"';
+/** What a duration option accepts, in words. */
+export const DURATION_ACCEPTED = 'a whole number of milliseconds >= 1, or a string like "500ms", "10s", "1m", "1h", "1d"';
 
-/**
- * Parses a {@link Duration} into whole milliseconds, or throws a `FloodgateError` naming `option`.
- */
-export function parseDuration(value: unknown, option = "window"): number {
+/** A {@link Duration} in whole milliseconds (>= 1), or `undefined` when `value` is not one. */
+export function durationMs(value: unknown): number | undefined {
   let ms: number | undefined;
   if (typeof value === "number") ms = value;
   else if (typeof value === "string") {
     const match = DURATION_PATTERN.exec(value);
     if (match) ms = Number(match[1]) * UNIT_MS[match[2] as DurationUnit];
   }
-  if (ms === undefined || !Number.isFinite(ms) || !Number.isInteger(ms) || ms < 1) {
+  return ms !== undefined && Number.isInteger(ms) && ms >= 1 ? ms : undefined;
+}
+
+/**
+ * Parses a {@link Duration} into whole milliseconds, or throws a `FloodgateError` naming `option`.
+ */
+export function parseDuration(value: unknown, option = "window"): number {
+  const ms = durationMs(value);
+  if (ms === undefined) {
     throw new FloodgateError(
       "INVALID_OPTION",
-      `Invalid option \`${option}\`: received ${describeValue(value)}; expected ${ACCEPTED}.`,
+      `Invalid option \`${option}\`: received ${describeValue(value)}; expected ${DURATION_ACCEPTED}.`,
     );
   }
   return ms;

@@ -1,10 +1,9 @@
-import * as z from "zod/mini";
 import { FIELDS_PER_POLICY, NEVER } from "./algorithms.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
 import { memoryStore } from "./memory-store.ts";
-import { isPolicy, type Policy } from "./policies.ts";
+import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
 import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
-import { parseOptions } from "./validation.ts";
+import { CLOCK_ACCEPTED, isFunction, isStore, parseOptions, prefixOf, STORE_ACCEPTED, type OptionSpecs } from "./validation.ts";
 
 /** One policy's figures within a {@link Decision}. */
 export interface PolicyDecision {
@@ -79,18 +78,12 @@ export interface RateLimiter {
   readonly prefix: string;
 }
 
-const PREFIX_PATTERN = /^[^{}\u0000]{0,128}$/;
-const optionsSchema = z.strictObject({
-  policy: z.any(),
-  store: z.optional(z.any()),
-  prefix: z.optional(z.string().check(z.regex(PREFIX_PATTERN))),
-  clock: z.optional(z.any()),
-});
-const ACCEPTED = {
-  policy: "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them with unique names",
-  store: "a store such as memoryStore(), upstashStore() or redisStore()",
-  prefix: "a string of at most 128 characters without {, } or NUL",
-  clock: "a function returning epoch milliseconds",
+const OPTIONS: OptionSpecs = {
+  policy: [isPolicies, `${POLICIES_ACCEPTED} with unique names`, 1],
+  // `null` means the default store, as `undefined` does.
+  store: [(v) => v === null || isStore(v), STORE_ACCEPTED],
+  prefix: [/* @__PURE__ */ prefixOf(128), "a string of at most 128 characters without {, } or NUL"],
+  clock: [isFunction, CLOCK_ACCEPTED],
 };
 
 /**
@@ -107,23 +100,13 @@ const ACCEPTED = {
  * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  const o = parseOptions(optionsSchema, options, "createRateLimiter()", ACCEPTED);
+  const o = parseOptions<RateLimiterOptions>(options, "createRateLimiter()", OPTIONS);
   const policies = Object.freeze(Array.isArray(o.policy) ? [...o.policy] : [o.policy]) as readonly Policy[];
-  if (policies.length === 0 || !policies.every(isPolicy)) {
-    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`policy\`: received ${describeValue(o.policy)}; expected ${ACCEPTED.policy}.`);
-  }
-  const names = new Set(policies.map((p) => p.name));
-  if (names.size !== policies.length) {
+  if (new Set(policies.map((p) => p.name)).size !== policies.length) {
     throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`policy\`: two policies share a name (${policies.map((p) => p.name).join(", ")}); give each a distinct \`name\`.`);
   }
-  const store = (o.store ?? memoryStore()) as RateLimitStore;
-  if (typeof store !== "object" || store === null || typeof store.consume !== "function") {
-    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`store\`: received ${describeValue(o.store)}; expected ${ACCEPTED.store}.`);
-  }
-  if (o.clock !== undefined && typeof o.clock !== "function") {
-    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`clock\`: received ${describeValue(o.clock)}; expected ${ACCEPTED.clock}.`);
-  }
-  const clock = (o.clock as (() => number) | undefined) ?? Date.now;
+  const store = o.store ?? memoryStore();
+  const clock = o.clock ?? Date.now;
   const set: PolicySet = Object.freeze({ prefix: o.prefix ?? "fg:", policies });
   const single = policies.length === 1 ? policies[0]! : undefined;
 

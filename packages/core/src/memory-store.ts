@@ -1,9 +1,8 @@
-import * as z from "zod/mini";
 import { ALGORITHMS, FIELDS_PER_POLICY, toMicros, type Algorithm } from "./algorithms.ts";
 import { FloodgateError } from "./errors.ts";
 import type { Policy } from "./policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
-import { parseOptions } from "./validation.ts";
+import { parseOptions, range, type OptionSpecs } from "./validation.ts";
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -31,7 +30,7 @@ const MAX_KEYS = Math.floor(2 ** 31 / LAYOUTS) - 1;
 /** Per slot, before the policies' state: expiry (µs) and the used-since-passed mark (CLOCK). */
 const HEADER = 2;
 
-const optionsSchema = z.strictObject({ maxKeys: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(MAX_KEYS))) });
+const OPTIONS: OptionSpecs = { maxKeys: /* @__PURE__ */ range("a whole number", 1, MAX_KEYS) };
 
 /**
  * The state of every key that shares one sequence of policy kinds, in one growable
@@ -92,9 +91,7 @@ class Layout {
  * const limiter = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }), store: memoryStore({ maxKeys: 50_000 }) });
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  const { maxKeys = DEFAULT_MAX_KEYS } = parseOptions(optionsSchema, options, "memoryStore()", {
-    maxKeys: `a whole number from 1 to ${MAX_KEYS}`,
-  });
+  const { maxKeys = DEFAULT_MAX_KEYS } = parseOptions<MemoryStoreOptions>(options, "memoryStore()", OPTIONS);
   return new MemoryStoreImpl(maxKeys);
 }
 

@@ -1,7 +1,6 @@
-import * as z from "zod/mini";
-import { formatDuration, parseDuration, type Duration } from "./duration.ts";
+import { DURATION_ACCEPTED, durationMs, formatDuration, type Duration } from "./duration.ts";
 import { FloodgateError } from "./errors.ts";
-import { parseOptions } from "./validation.ts";
+import { parseOptions, whole, type Check, type OptionSpec, type OptionSpecs } from "./validation.ts";
 
 /** The four algorithms Floodgate implements. */
 export type PolicyKind = "token-bucket" | "sliding-window" | "fixed-window" | "sliding-log";
@@ -27,25 +26,21 @@ export interface Policy {
   readonly intervalMs: number;
 }
 
-const NAME_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
-const NAME_ACCEPTED = "1 to 64 characters from A-Z a-z 0-9 . _ : / -";
-const POSITIVE_INT = "a whole number >= 1";
-const REFILL_ACCEPTED = "tokens per second: a finite number > 0 and <= 1000000";
-const WINDOW_ACCEPTED = 'milliseconds (a whole number >= 1) or a duration string such as "500ms", "10s", "1m", "1h", "1d"';
-
 /** Keeps the sliding-window arithmetic exact in doubles (and in Redis's Lua). */
 const MAX_LIMIT_TIMES_WINDOW = 2 ** 50;
 
-const nameSchema = z.optional(z.string().check(z.regex(NAME_PATTERN)));
-const limitSchema = z.number().check(z.int(), z.minimum(1));
-const windowSchema = z.union([z.number(), z.string()]);
-
-const tokenBucketSchema = z.strictObject({
-  capacity: limitSchema,
-  refillRate: z.number().check(z.positive(), z.maximum(1_000_000)),
-  name: nameSchema,
-});
-const windowPolicySchema = z.strictObject({ limit: limitSchema, window: windowSchema, name: nameSchema });
+const LIMIT: OptionSpec = [/* @__PURE__ */ whole(1), "a whole number >= 1", 1];
+const NAME: OptionSpec = [(v) => typeof v === "string" && /^[A-Za-z0-9._:/-]{1,64}$/.test(v), "1 to 64 characters from A-Z a-z 0-9 . _ : / -"];
+const TOKEN_BUCKET_OPTIONS: OptionSpecs = {
+  capacity: LIMIT,
+  refillRate: [(v) => typeof v === "number" && v > 0 && v <= 1_000_000, "tokens per second: a finite number > 0 and <= 1000000", 1],
+  name: NAME,
+};
+const WINDOW_POLICY_OPTIONS: OptionSpecs = {
+  limit: LIMIT,
+  window: [(v) => durationMs(v) !== undefined, DURATION_ACCEPTED, 1],
+  name: NAME,
+};
 
 /** Options of {@link tokenBucket}. */
 export interface TokenBucketOptions {
@@ -76,11 +71,7 @@ export interface WindowPolicyOptions {
  * const burst = tokenBucket({ capacity: 100, refillRate: 10 }); // 100 at once, then 10/s
  */
 export function tokenBucket(options: TokenBucketOptions): Policy {
-  const o = parseOptions(tokenBucketSchema, options, "tokenBucket()", {
-    capacity: POSITIVE_INT,
-    refillRate: REFILL_ACCEPTED,
-    name: NAME_ACCEPTED,
-  });
+  const o = parseOptions<TokenBucketOptions>(options, "tokenBucket()", TOKEN_BUCKET_OPTIONS);
   const intervalUs = Math.max(1, Math.round(1_000_000 / o.refillRate));
   const intervalMs = intervalUs / 1000;
   return Object.freeze({
@@ -131,17 +122,8 @@ export function slidingLog(options: WindowPolicyOptions): Policy {
 }
 
 function windowPolicy(kind: PolicyKind, where: string, options: WindowPolicyOptions): Policy {
-  const o = parseOptions(windowPolicySchema, options, where, {
-    limit: POSITIVE_INT,
-    window: WINDOW_ACCEPTED,
-    name: NAME_ACCEPTED,
-  });
-  let windowMs: number;
-  try {
-    windowMs = parseDuration(o.window, "window");
-  } catch (error) {
-    throw new FloodgateError("INVALID_OPTION", `${where}: ${(error as Error).message}`);
-  }
+  const o = parseOptions<WindowPolicyOptions>(options, where, WINDOW_POLICY_OPTIONS);
+  const windowMs = durationMs(o.window)!;
   if (o.limit * windowMs > MAX_LIMIT_TIMES_WINDOW) {
     throw new FloodgateError(
       "INVALID_OPTION",
@@ -165,3 +147,9 @@ export function isPolicy(value: unknown): value is Policy {
   return typeof value === "object" && value !== null && KINDS.has((value as Policy).kind) &&
     typeof (value as Policy).limit === "number" && typeof (value as Policy).windowMs === "number";
 }
+
+/** What a `policy` option accepts, in words. */
+export const POLICIES_ACCEPTED = "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them";
+
+/** One policy, or a non-empty array of them. */
+export const isPolicies: Check = (v) => isPolicy(v) || (Array.isArray(v) && v.length > 0 && v.every(isPolicy));

@@ -1,45 +1,82 @@
-import type { core } from "zod/mini";
+import * as z from "zod/mini";
 import { describeValue, FloodgateError } from "./errors.ts";
 
-/** What each option accepts, in words, for error messages. */
-export type AcceptedOptions = Record<string, string>;
+/**
+ * Checks one option's value: `true` when valid, anything else when not. A list or map returns the
+ * path (keys, as an array) to its first bad entry, so that the message names it (`trustProxy.1`).
+ * Called only for present options: an absent one is valid unless required.
+ */
+export type Check = (value: unknown) => unknown;
+
+/** One option: its check, what it accepts in words (for messages), and `1` when it is required. */
+export type OptionSpec = readonly [check: Check, accepted: string, required?: 1];
+
+/** The options of one function, by name. */
+export type OptionSpecs = Readonly<Record<string, OptionSpec>>;
+
+/** The error every invalid option throws: names the option, the value received and what is accepted. */
+export function invalidOption(where: string, option: string, value: unknown, expected: string): FloodgateError {
+  return new FloodgateError("INVALID_OPTION", `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`);
+}
+
+// Each option is one zod schema, `z.unknown()` with one check: ours, from the option's table
+// entry, which also gives the words of the message. A single schema kind keeps zod's share of a
+// bundle small (no object, union, enum, record... schemas, each of which pulls its own code).
+const schemas = new WeakMap<OptionSpecs, Record<string, z.ZodMiniType>>();
+
+function schemasOf(specs: OptionSpecs): Record<string, z.ZodMiniType> {
+  let shape = schemas.get(specs);
+  if (shape === undefined) {
+    shape = {};
+    for (const name in specs) {
+      const [check, , required] = specs[name]!;
+      shape[name] = z.unknown().check((payload) => {
+        const value = payload.value;
+        const result = value === undefined ? !required : check(value);
+        if (result !== true) payload.issues.push({ code: "custom", input: value, path: Array.isArray(result) ? result : [], message: "" });
+      });
+    }
+    schemas.set(specs, shape);
+  }
+  return shape;
+}
 
 /**
- * Parses `input` with a zod schema once, at construction. A failure throws one
- * `FloodgateError("INVALID_OPTION")` that names the option, the value received and what is accepted.
+ * Parses `input` against `specs` (each option with zod) once, at construction: returns the
+ * options present. A failure throws one `FloodgateError("INVALID_OPTION")` that names the option,
+ * the value received and what is accepted; an unknown option (a typo such as `windowMS`) explains
+ * any other problem, so it is reported first.
  */
-export function parseOptions<T>(
-  schema: core.$ZodType<T>,
-  input: unknown,
-  where: string,
-  accepted: AcceptedOptions,
-): T {
+export function parseOptions<T>(input: unknown, where: string, specs: OptionSpecs): T {
+  const names = Object.keys(specs);
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     throw new FloodgateError(
       "INVALID_OPTION",
-      `${where}: expected an options object, received ${describeValue(input)}. Accepted options: ${Object.keys(accepted).join(", ")}.`,
+      `${where}: expected an options object, received ${describeValue(input)}. Accepted options: ${names.join(", ")}.`,
     );
   }
-  const result = (schema as unknown as { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: core.$ZodIssue[] } } }).safeParse(input);
-  if (result.success) return result.data;
-  // An unknown option (a typo such as `windowMS`) explains the other issues, so it is reported first.
-  const issues = result.error.issues;
-  const issue = issues.find((i) => i.code === "unrecognized_keys") ?? issues[0]!;
-  throw new FloodgateError("INVALID_OPTION", `${where}: ${describeIssue(issue, input as Record<string, unknown>, accepted)}`);
-}
-
-function describeIssue(issue: core.$ZodIssue, input: Record<string, unknown>, accepted: AcceptedOptions): string {
-  const names = Object.keys(accepted);
-  if (issue.code === "unrecognized_keys") {
-    const unknown = issue.keys[0]!;
-    const guess = closest(unknown, names);
-    return `unknown option \`${unknown}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`;
+  for (const key in input) {
+    if (!Object.hasOwn(specs, key)) {
+      const guess = closest(key, names);
+      throw new FloodgateError(
+        "INVALID_OPTION",
+        `${where}: unknown option \`${key}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`,
+      );
+    }
   }
-  const option = issue.path.map(String).join(".") || "(options)";
-  let received: unknown = input;
-  for (const part of issue.path) received = (received as Record<PropertyKey, unknown> | undefined)?.[part as PropertyKey];
-  const top = String(issue.path[0] ?? "");
-  return `invalid option \`${option}\`: received ${describeValue(received)}; expected ${accepted[top] ?? "a valid value"}.`;
+  const shape = schemasOf(specs);
+  const options: Record<string, unknown> = {};
+  for (const name of names) {
+    let value = (input as Record<string, unknown>)[name];
+    const result = shape[name]!.safeParse(value);
+    if (!result.success) {
+      const path = result.error.issues[0]!.path;
+      for (const key of path) value = (value as Record<PropertyKey, unknown>)[key];
+      throw invalidOption(where, [name, ...path].join("."), value, specs[name]![1]);
+    }
+    if (value !== undefined) options[name] = value;
+  }
+  return options as T;
 }
 
 function closest(word: string, candidates: readonly string[]): string | undefined {
@@ -47,3 +84,73 @@ function closest(word: string, candidates: readonly string[]): string | undefine
   return candidates.find((c) => c.toLowerCase() === lower) ??
     candidates.find((c) => lower.startsWith(c.toLowerCase()) || c.toLowerCase().startsWith(lower));
 }
+
+// Checks shared by the option tables.
+
+export const isFunction: Check = (v) => typeof v === "function";
+export const isBoolean: Check = (v) => typeof v === "boolean";
+export const isString: Check = (v) => typeof v === "string";
+
+/** A whole number (a safe integer) from `min` to `max`. */
+export const whole = (min: number, max = Number.MAX_SAFE_INTEGER): Check => (v) =>
+  Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
+
+/** A whole number from `min` to `max`, called `noun` in messages. */
+export const range = (noun: string, min: number, max: number): OptionSpec => [whole(min, max), `${noun} from ${min} to ${max}`];
+
+/** One of `values`. */
+export const oneOf = (values: readonly unknown[]): Check => (v) => values.includes(v);
+
+/** One of two strings. */
+export const choice = (a: string, b: string): OptionSpec => [oneOf([a, b]), `"${a}" or "${b}"`];
+
+/** A plain object (an object literal or `Object.create(null)`). */
+export const isRecord: Check = (v) => {
+  if (typeof v !== "object" || v === null) return false;
+  // As zod's isPlainObject: whose constructor, if any, is some realm's `Object`.
+  const ctor: unknown = v.constructor;
+  return typeof ctor !== "function" || Object.hasOwn(ctor.prototype ?? 0, "isPrototypeOf");
+};
+
+/** An object with methods of these names (duck typing). */
+export const hasMethods = (...names: string[]): Check => (v) =>
+  typeof v === "object" && v !== null && names.every((n) => typeof (v as Record<string, unknown>)[n] === "function");
+
+/** Stores are duck-typed: anything with a `consume` method. */
+export const isStore: Check = /* @__PURE__ */ hasMethods("consume");
+export const STORE_ACCEPTED = "a store such as memoryStore(), upstashStore() or redisStore()";
+export const CLOCK_ACCEPTED = "a function returning epoch milliseconds";
+
+/** A string with no `{`, `}` or NUL, of at most `max` characters (a key namespace). */
+export const prefixOf = (max: number): Check => (v) =>
+  typeof v === "string" && v.length <= max && !/[{}\u0000]/.test(v);
+
+/** A container's answer for a bad entry at `key` whose own check answered `result`: the path to it. */
+const pathTo = (key: string, result: unknown): string[] => [key, ...(Array.isArray(result) ? result : [])];
+
+/** An array whose every entry passes `check`; else the path to the first that does not. */
+export const arrayOf = (check: Check): Check => (v) => {
+  if (!Array.isArray(v)) return false;
+  const bad = v.findIndex((e) => check(e) !== true);
+  return bad === -1 || pathTo(`${bad}`, check(v[bad]));
+};
+
+/** Any container whose enumerable entries all pass `check` (given the key too); else the path to the first that does not. */
+const entriesOf = (isContainer: Check, check: (value: unknown, key: string) => unknown): Check => (v) => {
+  if (isContainer(v) !== true) return false;
+  for (const key in v as object) {
+    const result = check((v as Record<string, unknown>)[key], key);
+    if (result !== true) return pathTo(key, result);
+  }
+  return true;
+};
+
+/** A plain object (a map) whose every entry passes `check` (given the entry's key too). */
+export const recordOf = (check: (value: unknown, key: string) => unknown): Check => entriesOf(isRecord, check);
+
+/** An object (not an array) with only the keys of `checks`, each absent or passing its check. */
+export const objectOf = (checks: Readonly<Record<string, Check>>): Check =>
+  entriesOf(
+    (v) => typeof v === "object" && v !== null && !Array.isArray(v),
+    (value, key) => Object.hasOwn(checks, key) && (value === undefined || checks[key]!(value)),
+  );

@@ -65,8 +65,7 @@ function splitList(value: string): string[] {
  * so a client cannot choose its own key by sending a forged header.
  */
 export function createClientIpResolver(trustProxy: TrustProxy, proxyHeader: ProxyHeader): Resolver {
-  const fromSocket: Resolver = (socketIp) => socketOnly(socketIp);
-  if (trustProxy === false || trustProxy === 0) return fromSocket;
+  if (trustProxy === false || trustProxy === 0) return socketOnly;
   if (typeof trustProxy === "string") {
     const name = TRUST_PROXY_PRESETS[trustProxy as TrustProxyPreset];
     return (socketIp, raw, header) => {

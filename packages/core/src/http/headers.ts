@@ -97,22 +97,3 @@ export function createHeaderWriter(
   if (writers.length === 1) return writers[0];
   return (d, now, out) => { for (const w of writers) w(d, now, out); };
 }
-
-/** Formats that write the same header names and so cannot be combined. */
-export function conflictingFormats(formats: readonly HeaderFormat[]): [HeaderFormat, HeaderFormat] | undefined {
-  const owners = new Map<string, HeaderFormat>();
-  const names: Record<HeaderFormat, string[]> = {
-    legacy: ["x-ratelimit-*"],
-    "draft-6": ["ratelimit-policy", "ratelimit-limit"],
-    "draft-7": ["ratelimit", "ratelimit-policy"],
-    "draft-11": ["ratelimit", "ratelimit-policy"],
-  };
-  for (const f of formats) {
-    for (const n of names[f]) {
-      const other = owners.get(n);
-      if (other !== undefined && other !== f) return [other, f];
-      owners.set(n, f);
-    }
-  }
-  return undefined;
-}

@@ -1,13 +1,33 @@
-import * as z from "zod/mini";
 import { describeValue, FloodgateError } from "../errors.ts";
 import { createRateLimiter, type Decision, type PolicyDecision, type RateLimiter } from "../limiter.ts";
 import { memoryStore } from "../memory-store.ts";
-import { isPolicy, type Policy } from "../policies.ts";
+import { isPolicies, isPolicy, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
 import type { RateLimitStore } from "../store.ts";
-import { parseOptions } from "../validation.ts";
+import {
+  arrayOf,
+  choice,
+  CLOCK_ACCEPTED,
+  hasMethods,
+  invalidOption,
+  isBoolean,
+  isFunction,
+  isRecord,
+  isStore,
+  isString,
+  objectOf,
+  oneOf,
+  parseOptions,
+  prefixOf,
+  range,
+  recordOf,
+  STORE_ACCEPTED,
+  whole,
+  type Check,
+  type OptionSpec,
+  type OptionSpecs,
+} from "../validation.ts";
 import { createClientIpResolver, TRUST_PROXY_PRESETS, type ProxyHeader, type TrustProxy } from "./client-ip.ts";
 import {
-  conflictingFormats,
   createHeaderWriter,
   DEFAULT_HEADER_FORMATS,
   HEADER_NAMES,
@@ -18,7 +38,7 @@ import {
 import { formatIp, groupIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
 import { compareSpecificity, compilePattern, matchesPattern, normalizePath, type RoutePattern } from "./rules.ts";
 import { CircuitBreaker, toStoreError, withTimeout, type CircuitBreakerOptions, type StoreErrorAction } from "./store-guard.ts";
-import { Warnings, type Logger, type WarningsOption } from "./warnings.ts";
+import { Warnings, WARNINGS, type Logger, type WarningsOption } from "./warnings.ts";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -166,94 +186,67 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   warnings?: WarningsOption;
 }
 
-const fn = z.optional(z.custom<(...args: never[]) => unknown>((v) => typeof v === "function"));
-const policyLike = z.custom<Policy | readonly Policy[]>((v) => isPolicy(v) || (Array.isArray(v) && v.length > 0 && v.every(isPolicy)));
-const limiterLike = z.custom<RateLimiter>((v) => typeof v === "object" && v !== null && typeof (v as RateLimiter).limit === "function" && Array.isArray((v as RateLimiter).policies));
-const storeLike = z.custom<RateLimitStore>((v) => typeof v === "object" && v !== null && typeof (v as RateLimitStore).consume === "function");
-const costLike = z.optional(z.union([z.number().check(z.int(), z.minimum(0)), fn]));
-const ipOrRange = z.string().check(z.refine((s) => parseRange(s) !== undefined));
-const ruleSchema = z.union([
-  policyLike,
-  z.strictObject({ policy: z.optional(policyLike), limiter: z.optional(limiterLike), store: z.optional(storeLike), key: fn, cost: costLike }),
-]);
-const HEADER_FORMATS = ["legacy", "draft-6", "draft-7", "draft-11"] as const;
-const headerFormat = z.enum(HEADER_FORMATS);
+const FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
+const ACTIONS: readonly StoreErrorAction[] = ["allow", "deny", "fallback"];
+const JSON_TYPE = "application/json; charset=utf-8";
+const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
+let optionSpecs: OptionSpecs | undefined;
 
-const optionsSchema = z.strictObject({
-  limiter: z.optional(limiterLike),
-  store: z.optional(storeLike),
-  policy: z.optional(policyLike),
-  rules: z.optional(z.record(z.string(), ruleSchema)),
-  prefix: z.optional(z.string().check(z.regex(/^[^{}\u0000]{0,64}$/))),
-  clock: fn,
-  key: fn,
-  cost: costLike,
-  skip: fn,
-  allowList: z.optional(z.array(z.string().check(z.minLength(1)))),
-  trustProxy: z.optional(z.union([
-    z.boolean(),
-    z.number().check(z.int(), z.minimum(0), z.maximum(64)),
-    z.enum(Object.keys(TRUST_PROXY_PRESETS) as [keyof typeof TRUST_PROXY_PRESETS]),
-    z.array(ipOrRange),
-  ])),
-  proxyHeader: z.optional(z.enum(["x-forwarded-for", "forwarded"])),
-  ipv6Subnet: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(128))),
-  caseSensitive: z.optional(z.boolean()),
-  headers: z.optional(z.union([z.boolean(), headerFormat, z.array(headerFormat)])),
-  legacyReset: z.optional(z.enum(["epoch", "delta"])),
-  statusCode: z.optional(z.number().check(z.int(), z.minimum(400), z.maximum(599))),
-  message: z.optional(z.union([z.string(), z.record(z.string(), z.unknown())])),
-  format: z.optional(z.enum(["json", "problem+json"])),
-  handler: fn,
-  skipSuccessfulRequests: z.optional(z.boolean()),
-  skipFailedRequests: z.optional(z.boolean()),
-  onStoreError: z.optional(z.union([z.enum(["allow", "deny", "fallback"]), fn])),
-  timeoutMs: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(60_000))),
-  circuitBreaker: z.optional(z.union([
-    z.literal(false),
-    z.strictObject({
-      failures: z.optional(z.number().check(z.int(), z.minimum(1))),
-      cooldownMs: z.optional(z.number().check(z.int(), z.minimum(1))),
-    }),
-  ])),
-  onDecision: fn,
-  onLimited: fn,
-  logger: z.optional(z.custom<Logger>((v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function")),
-  warnings: z.optional(z.union([z.boolean(), z.record(z.string(), z.boolean())])),
-});
-
-const FUNCTION = "a function";
-const ACCEPTED = {
-  limiter: "a limiter from createRateLimiter()",
-  store: "a store such as memoryStore(), upstashStore() or redisStore()",
-  policy: "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them",
-  rules: 'an object mapping "METHOD /path" patterns (or "default") to a policy, an array of policies, or { policy | limiter, store?, key?, cost? }',
-  prefix: "a string of at most 64 characters without {, } or NUL",
-  clock: "a function returning epoch milliseconds",
-  key: FUNCTION,
-  cost: "a whole number >= 0 or a function returning one",
-  skip: FUNCTION,
-  allowList: "an array of IP addresses, CIDR ranges or keys",
-  trustProxy: `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, or a preset: ${Object.keys(TRUST_PROXY_PRESETS).map((p) => `"${p}"`).join(", ")}`,
-  proxyHeader: '"x-forwarded-for" or "forwarded"',
-  ipv6Subnet: "a prefix length from 1 to 128",
-  caseSensitive: "a boolean",
-  headers: `true, false, or one or several of ${HEADER_FORMATS.map((f) => `"${f}"`).join(", ")}`,
-  legacyReset: '"epoch" or "delta"',
-  statusCode: "an HTTP status from 400 to 599",
-  message: "a string, or an object sent as the JSON body",
-  format: '"json" or "problem+json"',
-  handler: FUNCTION,
-  skipSuccessfulRequests: "a boolean",
-  skipFailedRequests: "a boolean",
-  onStoreError: '"allow", "deny", "fallback", or a function returning one of them',
-  timeoutMs: "a whole number of milliseconds from 1 to 60000",
-  circuitBreaker: "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }",
-  onDecision: FUNCTION,
-  onLimited: FUNCTION,
-  logger: "an object with a warn(message) method, such as console",
-  warnings: "a boolean, or an object of warning codes to booleans",
-};
+/** Every option: its check (run through zod, see validation.ts) and what it accepts in words. Built on first use. */
+function specs(): OptionSpecs {
+  if (optionSpecs !== undefined) return optionSpecs;
+  const presets = Object.keys(TRUST_PROXY_PRESETS);
+  const isLimiter: Check = (v) => hasMethods("limit")(v) && Array.isArray((v as RateLimiter).policies);
+  const isCost: Check = (v) => isFunction(v) || whole(0)(v);
+  const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
+  const isFormat = oneOf(FORMATS);
+  const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1) });
+  const fn: OptionSpec = [isFunction, "a function"];
+  const bool: OptionSpec = [isBoolean, "a boolean"];
+  return optionSpecs = {
+    limiter: [isLimiter, "a limiter from createRateLimiter()"],
+    store: [isStore, STORE_ACCEPTED],
+    policy: [isPolicies, POLICIES_ACCEPTED],
+    rules: [
+      recordOf((rule) => isPolicies(rule) || isRule(rule)),
+      'an object mapping "METHOD /path" patterns (or "default") to a policy, an array of policies, or { policy | limiter, store?, key?, cost? }',
+    ],
+    prefix: [prefixOf(64), "a string of at most 64 characters without {, } or NUL"],
+    clock: [isFunction, CLOCK_ACCEPTED],
+    key: fn,
+    cost: [isCost, "a whole number >= 0 or a function returning one"],
+    skip: fn,
+    allowList: [arrayOf((v) => isString(v) && v !== ""), "an array of IP addresses, CIDR ranges or keys"],
+    trustProxy: [
+      (v) => isBoolean(v) || whole(0, 64)(v) || presets.includes(v as string) || arrayOf((r) => isString(r) && parseRange(r as string) !== undefined)(v),
+      `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, or a preset: ${quoted(presets)}`,
+    ],
+    proxyHeader: choice("x-forwarded-for", "forwarded"),
+    ipv6Subnet: range("a prefix length", 1, 128),
+    caseSensitive: bool,
+    headers: [(v) => isBoolean(v) || isFormat(v) || arrayOf(isFormat)(v), `true, false, or one or several of ${quoted(FORMATS)}`],
+    legacyReset: choice("epoch", "delta"),
+    statusCode: range("an HTTP status", 400, 599),
+    message: [(v) => isString(v) || isRecord(v), "a string, or an object sent as the JSON body"],
+    format: choice("json", "problem+json"),
+    handler: fn,
+    skipSuccessfulRequests: bool,
+    skipFailedRequests: bool,
+    onStoreError: [
+      (v) => isFunction(v) || ACTIONS.includes(v as StoreErrorAction),
+      '"allow", "deny", "fallback", or a function returning one of them',
+    ],
+    timeoutMs: range("a whole number of milliseconds", 1, 60_000),
+    circuitBreaker: [(v) => v === false || isBreaker(v), "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }"],
+    onDecision: fn,
+    onLimited: fn,
+    logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
+    warnings: [
+      (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),
+      `a boolean, or an object mapping warning codes (${Object.keys(WARNINGS).join(", ")}) to booleans`,
+    ],
+  };
+}
 
 /** One compiled rule: its limiter(s), key, cost and precomputed headers. */
 interface CompiledRule<Raw> {
@@ -385,18 +378,10 @@ function fitKey(key: string): string {
  */
 export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, access: RequestAccess<Raw>): HttpRateLimiter<Raw> {
   const where = "rateLimit()";
-  const o = parseOptions(optionsSchema, options, where, ACCEPTED) as HttpRateLimitOptions<Raw>;
-  const invalid = (option: string, value: unknown, expected: string): FloodgateError =>
-    new FloodgateError("INVALID_OPTION", `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`);
+  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, where, specs());
+  const invalid = (option: string, value: unknown, expected: string): FloodgateError => invalidOption(where, option, value, expected);
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalid("limiter", o.limiter, "either `limiter`, or `store` and `policy`, not both");
-  }
-  if (o.warnings !== undefined && typeof o.warnings === "object") {
-    for (const code of Object.keys(o.warnings)) {
-      if (!(code in { forwardedHeaderIgnored: 1, trustProxyTrue: 1, invalidIp: 1, noClientIp: 1, limiterPerRequest: 1, doubleCount: 1 })) {
-        throw invalid(`warnings.${code}`, o.warnings[code as never], "one of forwardedHeaderIgnored, trustProxyTrue, invalidIp, noClientIp, limiterPerRequest, doubleCount");
-      }
-    }
   }
   const warnings = new Warnings(o.warnings, o.logger ?? console);
   const clock = o.clock ?? Date.now;
@@ -410,20 +395,21 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const formats: readonly HeaderFormat[] = o.headers === undefined || o.headers === true
     ? DEFAULT_HEADER_FORMATS
     : o.headers === false ? [] : typeof o.headers === "string" ? [o.headers] : [...new Set(o.headers)];
-  const conflict = conflictingFormats(formats);
-  if (conflict !== undefined) {
-    throw invalid("headers", o.headers, `formats that do not write the same header names: "${conflict[0]}" and "${conflict[1]}" both write RateLimit or RateLimit-Policy`);
+  // Every draft format writes RateLimit-Policy: at most one of them.
+  const drafts = formats.filter((f) => f !== "legacy");
+  if (drafts.length > 1) {
+    throw invalid("headers", o.headers, `formats that do not write the same header names: "${drafts[0]}" and "${drafts[1]}" both write RateLimit or RateLimit-Policy`);
   }
   const legacyReset = o.legacyReset ?? "epoch";
   const statusCode = o.statusCode ?? 429;
   const baseStore = o.store ?? o.limiter?.store ?? memoryStore();
   const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
-  const breakerOptions = o.circuitBreaker === false ? undefined : { failures: 5, cooldownMs: 30_000, ...o.circuitBreaker };
+  const breakerOptions = o.circuitBreaker;
   const breakers = new Map<RateLimitStore, CircuitBreaker>();
   const breakerFor = (store: RateLimitStore): CircuitBreaker | undefined => {
-    if (breakerOptions === undefined) return undefined;
+    if (breakerOptions === false) return undefined;
     let b = breakers.get(store);
-    if (b === undefined) breakers.set(store, b = new CircuitBreaker(breakerOptions.failures, breakerOptions.cooldownMs));
+    if (b === undefined) breakers.set(store, b = new CircuitBreaker(breakerOptions?.failures ?? 5, breakerOptions?.cooldownMs ?? 30_000));
     return b;
   };
 
@@ -473,14 +459,13 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     else patternRules.push(compiled);
   }
   patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
-  if (defaultRule === undefined) {
-    if (o.limiter !== undefined) defaultRule = compile("default", { limiter: o.limiter }, index);
-    else if (o.policy !== undefined) {
-      const prefix = o.prefix ?? "fg:";
-      defaultRule = compile("default", { limiter: createRateLimiter({ policy: o.policy, store: baseStore, prefix, clock }) }, index);
-    } else if (patternRules.length === 0) {
-      throw invalid("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`");
-    }
+  // The default rule keeps the base prefix as is (no rule name in it).
+  if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
+    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: o.prefix ?? "fg:", clock });
+    defaultRule = compile("default", { limiter }, index);
+  }
+  if (defaultRule === undefined && patternRules.length === 0) {
+    throw invalid("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`");
   }
 
   const allowIps: IpRange[] = [];
@@ -498,14 +483,13 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     ? (status: number): boolean => status > 0 && status < 400 ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
     : undefined;
 
-  const message = typeof o.message === "string" ? o.message : "Too many requests. Please retry after the Retry-After period.";
+  // The default body: everything but the Retry-After seconds is known now.
+  const message = JSON.stringify(typeof o.message === "string" ? o.message : "Too many requests. Please retry after the Retry-After period.");
   const problem = o.format === "problem+json";
-  const contentType = problem ? "application/problem+json" : "application/json; charset=utf-8";
-  const bodyHead = typeof o.message === "object"
-    ? undefined
-    : problem
-      ? `{"type":"about:blank","title":"Too Many Requests","status":${statusCode},"detail":${JSON.stringify(message)},"retryAfter":`
-      : `{"error":{"code":"RATE_LIMITED","message":${JSON.stringify(message)},"retryAfter":`;
+  const contentType = problem ? "application/problem+json" : JSON_TYPE;
+  const bodyHead = problem
+    ? `{"type":"about:blank","title":"Too Many Requests","status":${statusCode},"detail":${message},"retryAfter":`
+    : `{"error":{"code":"RATE_LIMITED","message":${message},"retryAfter":`;
   const bodyTail = problem ? "}" : "}}";
   const fixedBody = typeof o.message === "object" ? JSON.stringify(o.message) : undefined;
 
@@ -521,7 +505,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
 
   const onStoreFailure = (error: FloodgateError, req: RateLimitRequest<Raw> | undefined): StoreErrorAction => {
     const chosen = callHook("onStoreError", storeErrorHook, error, req);
-    return chosen === "allow" || chosen === "deny" || chosen === "fallback" ? chosen : storeErrorAction;
+    return ACTIONS.includes(chosen as StoreErrorAction) ? chosen as StoreErrorAction : storeErrorAction;
   };
 
   const fallbackOf = (rule: CompiledRule<Raw>): RateLimiter =>
@@ -598,7 +582,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
       }
       const body = custom?.body;
       const text = body === undefined || body === null ? null : typeof body === "string" ? body : JSON.stringify(body);
-      if (type === undefined && text !== null) out.push("Content-Type", typeof body === "string" ? "text/plain; charset=utf-8" : "application/json; charset=utf-8");
+      if (type === undefined && text !== null) out.push("Content-Type", typeof body === "string" ? "text/plain; charset=utf-8" : JSON_TYPE);
       return { status: custom?.status ?? statusCode, headers: out, body: text };
     }
     return {

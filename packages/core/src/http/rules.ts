@@ -43,7 +43,7 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   const text = source.trim();
   const space = text.indexOf(" ");
   const methodText = space === -1 ? "*" : text.slice(0, space);
-  const pathText = space === -1 ? text : text.slice(space + 1).trim();
+  const pathText = text.slice(space + 1).trim();
   const invalid = (why: string): FloodgateError =>
     new FloodgateError(
       "INVALID_OPTION",
@@ -51,28 +51,27 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
     );
   if (!METHOD.test(methodText)) throw invalid(`method ${JSON.stringify(methodText)} is not a method name or *`);
   if (pathText[0] !== "/") throw invalid("the path must start with /");
-  const segments = normalizePath(pathText, true).split("/").slice(1).filter((s, _i, all) => s !== "" || all.length > 1);
-  let regex = "^";
-  const rank: number[] = [];
-  segments.forEach((segment, i) => {
-    if (segment === "") return;
+  // Normalised, the path has no empty segment (the root has none at all).
+  const path = normalizePath(pathText, true);
+  const segments = path === "/" ? [] : path.slice(1).split("/");
+  let regex = segments.length === 0 ? "^/" : "^";
+  const rank = segments.map((segment, i) => {
     if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} mixes * or : with text`);
-    const last = i === segments.length - 1;
     if (segment === "*") {
+      const last = i === segments.length - 1;
       regex += last ? "(?:/.*)?" : "/[^/]+";
-      rank.push(last ? 0 : 1);
-    } else if (segment[0] === ":") {
-      regex += "/[^/]+";
-      rank.push(2);
-    } else {
-      regex += `/${escapeRegex(caseSensitive ? segment : segment.toLowerCase())}`;
-      rank.push(3);
+      return last ? 0 : 1;
     }
+    if (segment[0] === ":") {
+      regex += "/[^/]+";
+      return 2;
+    }
+    regex += `/${escapeRegex(caseSensitive ? segment : segment.toLowerCase())}`;
+    return 3;
   });
-  if (segments.length === 0 || (segments.length === 1 && segments[0] === "")) regex += "/";
-  regex += "$";
   const method = methodText === "*" ? undefined : methodText.toUpperCase();
-  return { source, method, regex: new RegExp(regex), rank: [...rank, method === undefined ? 0 : 1] };
+  rank.push(method === undefined ? 0 : 1);
+  return { source, method, regex: new RegExp(`${regex}$`), rank };
 }
 
 /** Orders patterns most specific first: per segment literal > :param > * > trailing *, then longer, then with a method. */

@@ -53,7 +53,8 @@ export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, storeName
 
 /** Wraps anything a store threw as a `FloodgateError` with code `STORE_ERROR` (keeping the cause). */
 export function toStoreError(error: unknown, storeName: string): FloodgateError {
-  if (error instanceof FloodgateError && (error.code === "STORE_TIMEOUT" || error.code === "STORE_UNAVAILABLE" || error.code === "STORE_ERROR")) return error;
+  // STORE_TIMEOUT, STORE_UNAVAILABLE or STORE_ERROR already.
+  if (error instanceof FloodgateError && error.code.startsWith("STORE_")) return error;
   const text = error instanceof Error ? error.message : String(error);
   return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${text}`, { cause: error });
 }

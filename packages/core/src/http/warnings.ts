@@ -33,9 +33,8 @@ export class Warnings {
   readonly #pending: Set<WarningCode>;
 
   constructor(option: WarningsOption | undefined, readonly logger: Logger) {
-    const codes = Object.keys(WARNINGS) as WarningCode[];
     this.#pending = new Set(
-      option === false ? [] : option === true || option === undefined ? codes : codes.filter((c) => option[c] !== false),
+      (Object.keys(WARNINGS) as WarningCode[]).filter((c) => option !== false && (typeof option !== "object" || option[c] !== false)),
     );
   }
 

@@ -1,7 +1,5 @@
-import * as z from "zod/mini";
-import { describeValue, FloodgateError } from "../errors.ts";
-import { parseOptions } from "../validation.ts";
-import { SCRIPT_STORE_ACCEPTED, ScriptStore, scriptStoreShape, type RedisScriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
+import { hasMethods, parseOptions, type OptionSpecs } from "../validation.ts";
+import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
 
 /** The part of an ioredis client (`Redis` or `Cluster`) the store uses. */
 export interface IORedisLike {
@@ -23,11 +21,9 @@ export interface RedisStoreOptions extends ScriptStoreOptions {
   client: IORedisLike | NodeRedisLike;
 }
 
-const ACCEPTED = {
-  client: "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
-  ...SCRIPT_STORE_ACCEPTED,
-};
-const schema = z.strictObject({ client: z.any(), ...scriptStoreShape });
+const isNodeRedis = /* @__PURE__ */ hasMethods("evalSha", "eval", "del");
+// Built on first use: a spread at import time would keep it in bundles that never call redisStore().
+let OPTIONS: OptionSpecs | undefined;
 
 /**
  * Creates a store that keeps limiter state in Redis, Valkey or Redis Cluster over TCP, through
@@ -46,25 +42,30 @@ const schema = z.strictObject({ client: z.any(), ...scriptStoreShape });
  * });
  */
 export function redisStore(options: RedisStoreOptions): RedisScriptStore {
-  const o = parseOptions(schema, options, "redisStore()", ACCEPTED);
-  const client = o.client as Partial<IORedisLike & NodeRedisLike> | null;
+  const o = parseOptions<RedisStoreOptions>(options, "redisStore()", OPTIONS ??= {
+    client: [
+      (v) => isNodeRedis(v) || hasMethods("evalsha", "eval", "del")(v),
+      "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
+      1,
+    ],
+    ...SCRIPT_STORE_OPTIONS,
+  });
+  const client = o.client;
   let transport: ScriptTransport;
-  if (typeof client === "object" && client !== null && typeof client.evalSha === "function" && typeof client.eval === "function" && typeof client.del === "function") {
+  if (isNodeRedis(client)) {
     const c = client as NodeRedisLike;
     transport = {
       evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args }),
       eval: (source, keys, args) => c.eval(source, { keys, arguments: args }),
       del: (keys) => c.del(keys),
     };
-  } else if (typeof client === "object" && client !== null && typeof client.evalsha === "function" && typeof client.eval === "function" && typeof client.del === "function") {
+  } else {
     const c = client as IORedisLike;
     transport = {
       evalsha: (sha, keys, args) => c.evalsha(sha, keys.length, ...keys, ...args),
       eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
       del: (keys) => c.del(...keys),
     };
-  } else {
-    throw new FloodgateError("INVALID_OPTION", `redisStore(): invalid option \`client\`: received ${describeValue(o.client)}; expected ${ACCEPTED.client}.`);
   }
   return new ScriptStore("redis", transport, o);
 }

@@ -1,7 +1,7 @@
-import * as z from "zod/mini";
 import { intervalUs, toMicros } from "../algorithms.ts";
 import { describeValue, FloodgateError } from "../errors.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import { isBoolean, oneOf, whole, type OptionSpecs } from "../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
 import { KIND_CODE, luaScripts, type LuaScript } from "./lua.ts";
 
@@ -39,16 +39,11 @@ export interface ScriptTransport {
   del(keys: string[]): Promise<unknown>;
 }
 
-export const SCRIPT_STORE_ACCEPTED = {
-  clock: '"server" (default) or "local"',
-  denyCache: "true (default) or false",
-  denyCacheMaxKeys: "a whole number from 1 to 10000000 (default 10000)",
-} as const;
-
-export const scriptStoreShape = {
-  clock: z.optional(z.enum(["server", "local"])),
-  denyCache: z.optional(z.boolean()),
-  denyCacheMaxKeys: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(10_000_000))),
+/** The options both Redis stores share. */
+export const SCRIPT_STORE_OPTIONS: OptionSpecs = {
+  clock: [/* @__PURE__ */ oneOf(["server", "local"]), '"server" (default) or "local"'],
+  denyCache: [isBoolean, "true (default) or false"],
+  denyCacheMaxKeys: [/* @__PURE__ */ whole(1, 10_000_000), "a whole number from 1 to 10000000 (default 10000)"],
 };
 
 /** Fixed-window counts are packed with a 20-bit window index into one exact double. */

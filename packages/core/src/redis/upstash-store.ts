@@ -1,7 +1,5 @@
-import * as z from "zod/mini";
-import { describeValue, FloodgateError } from "../errors.ts";
-import { parseOptions } from "../validation.ts";
-import { SCRIPT_STORE_ACCEPTED, ScriptStore, scriptStoreShape, type RedisScriptStore, type ScriptStoreOptions } from "./script-store.ts";
+import { hasMethods, parseOptions, type OptionSpecs } from "../validation.ts";
+import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptStoreOptions } from "./script-store.ts";
 
 /**
  * The part of an `@upstash/redis` `Redis` instance the store uses. Typed structurally so any
@@ -19,11 +17,8 @@ export interface UpstashStoreOptions extends ScriptStoreOptions {
   redis: UpstashRedisLike;
 }
 
-const ACCEPTED = {
-  redis: "an @upstash/redis Redis instance (an object with evalsha, eval and del methods)",
-  ...SCRIPT_STORE_ACCEPTED,
-};
-const schema = z.strictObject({ redis: z.any(), ...scriptStoreShape });
+// Built on first use: a spread at import time would keep it in bundles that never call upstashStore().
+let OPTIONS: OptionSpecs | undefined;
 
 /**
  * Creates a store that keeps limiter state in Upstash Redis over HTTP (serverless and edge
@@ -42,11 +37,11 @@ const schema = z.strictObject({ redis: z.any(), ...scriptStoreShape });
  * });
  */
 export function upstashStore(options: UpstashStoreOptions): RedisScriptStore {
-  const o = parseOptions(schema, options, "upstashStore()", ACCEPTED);
-  const redis = o.redis as UpstashRedisLike;
-  if (typeof redis !== "object" || redis === null || typeof redis.evalsha !== "function" || typeof redis.eval !== "function" || typeof redis.del !== "function") {
-    throw new FloodgateError("INVALID_OPTION", `upstashStore(): invalid option \`redis\`: received ${describeValue(o.redis)}; expected ${ACCEPTED.redis}.`);
-  }
+  const o = parseOptions<UpstashStoreOptions>(options, "upstashStore()", OPTIONS ??= {
+    redis: [hasMethods("evalsha", "eval", "del"), "an @upstash/redis Redis instance (an object with evalsha, eval and del methods)", 1],
+    ...SCRIPT_STORE_OPTIONS,
+  });
+  const redis = o.redis;
   return new ScriptStore("upstash", {
     evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
     eval: (source, keys, args) => redis.eval(source, keys, args),
