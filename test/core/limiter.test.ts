@@ -160,6 +160,8 @@ describe("bad options are rejected at construction, naming the option, the value
     [() => memoryStore({ maxKeys: 0 }), "`maxKeys`", "received 0", "whole number"],
     [() => createRateLimiter({ policy: {} as never }), "`policy`", "an object", "tokenBucket()"],
     [() => createRateLimiter({ policy: [] }), "`policy`", "an array of 0", "non-empty array"],
+    // A look-alike (e.g. a policy rebuilt from JSON) is not a policy: only the factories make one.
+    [() => createRateLimiter({ policy: JSON.parse(JSON.stringify(fixedWindow({ limit: 1, window: 1 }))) }), "`policy`", "an object", "fixedWindow()"],
     [() => createRateLimiter({ policy: fixedWindow({ limit: 1, window: 1 }), prefix: "a{b}" }), "`prefix`", '"a{b}"', "without {, }"],
     [() => createRateLimiter({ policy: fixedWindow({ limit: 1, window: 1 }), clock: 5 as never }), "`clock`", "received 5", "function"],
   ])("case %#", (fn, ...fragments) => expectError(fn, "INVALID_OPTION", ...fragments));

@@ -1,4 +1,4 @@
-import type { Policy, PolicyKind } from "./policies.ts";
+import type { Policy } from "./policies.ts";
 
 /*
  * The four algorithms as pure functions over a state vector. This file is the specification the
@@ -35,7 +35,7 @@ export interface Algorithm {
 const ceilMs = (us: number): number => Math.ceil(us / 1000);
 
 /** Token bucket as GCRA: the state is the theoretical arrival time (µs) of the next request. */
-const tokenBucket: Algorithm = {
+export const TOKEN_BUCKET: Algorithm = {
   width: 1,
   apply(p, s, o, _log, now, cost, out, i, charge) {
     const interval = intervalUs(p);
@@ -69,7 +69,7 @@ const tokenBucket: Algorithm = {
 };
 
 /** Fixed window: [window index, count]. A window older than the stored one counts as the stored one. */
-const fixedWindow: Algorithm = {
+export const FIXED_WINDOW: Algorithm = {
   width: 2,
   apply(p, s, o, _log, now, cost, out, i, charge) {
     const size = p.windowMs * 1000;
@@ -106,7 +106,7 @@ const fixedWindow: Algorithm = {
  * counts in proportion to its overlap with the sliding window, in whole milliseconds, compared
  * in integers: prev × (W − elapsed) + (cur + cost) × W ≤ limit × W.
  */
-const slidingWindow: Algorithm = {
+export const SLIDING_WINDOW: Algorithm = {
   width: 3,
   apply(p, s, o, _log, now, cost, out, i, charge) {
     const w = p.windowMs;
@@ -179,7 +179,7 @@ function slidingRetryMs(limit: number, w: number, start: number, cur: number, pr
 }
 
 /** Sliding log: ascending µs timestamps, one per admitted cost unit. */
-const slidingLog: Algorithm = {
+export const SLIDING_LOG: Algorithm = {
   width: 1,
   apply(p, _s, _o, log, now, cost, out, i, charge) {
     const entries = log!;
@@ -224,12 +224,16 @@ export function intervalUs(p: Policy): number {
   return Math.round(p.intervalMs * 1000);
 }
 
-export const ALGORITHMS: Readonly<Record<PolicyKind, Algorithm>> = {
-  "token-bucket": tokenBucket,
-  "fixed-window": fixedWindow,
-  "sliding-window": slidingWindow,
-  "sliding-log": slidingLog,
-};
+/**
+ * Where a policy keeps its algorithm: the policy factories set it, the memory store reads it. A
+ * bundle then carries only the algorithms whose factories it imports.
+ */
+export const ALGORITHM: unique symbol = Symbol("floodgate.algorithm");
+
+/** The algorithm of a policy built by a policy factory. */
+export function algorithmOf(policy: Policy): Algorithm {
+  return (policy as Policy & { readonly [ALGORITHM]: Algorithm })[ALGORITHM];
+}
 
 /** Converts an epoch-ms clock reading into the integer µs the algorithms use. */
 export function toMicros(nowMs: number): number {

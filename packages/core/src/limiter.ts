@@ -119,29 +119,32 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const costOf = (options: LimitOptions | undefined): number =>
     options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
 
+  const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
+    checkKey(key);
+    return decide(store.consume(set, key, costOf(options), clock()));
+  };
+  const peekNow = (key: string): Decision | Promise<Decision> => {
+    checkKey(key);
+    return decide(store.peek(set, key, clock()));
+  };
+
   return Object.freeze({
     policies,
     store,
     prefix: set.prefix,
-    decide(key: string, options?: LimitOptions): Decision | Promise<Decision> {
-      checkKey(key);
-      return decide(store.consume(set, key, costOf(options), clock()));
-    },
+    decide: decideNow,
+    // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
+    // `Promise.resolve` passes a store's promise through as it is.
     limit(key: string, options?: LimitOptions): Promise<Decision> {
-      // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
       try {
-        checkKey(key);
-        const decision = decide(store.consume(set, key, costOf(options), clock()));
-        return decision instanceof Promise ? decision : Promise.resolve(decision);
+        return Promise.resolve(decideNow(key, options));
       } catch (error) {
         return Promise.reject(error);
       }
     },
     peek(key: string): Promise<Decision> {
       try {
-        checkKey(key);
-        const decision = decide(store.peek(set, key, clock()));
-        return decision instanceof Promise ? decision : Promise.resolve(decision);
+        return Promise.resolve(peekNow(key));
       } catch (error) {
         return Promise.reject(error);
       }

@@ -1,4 +1,4 @@
-import { ALGORITHMS, FIELDS_PER_POLICY, toMicros, type Algorithm } from "./algorithms.ts";
+import { algorithmOf, FIELDS_PER_POLICY, toMicros, type Algorithm } from "./algorithms.ts";
 import { FloodgateError } from "./errors.ts";
 import type { Policy } from "./policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
@@ -58,7 +58,7 @@ class Layout {
     this.logOffsets = [];
     this.keepsLog = [];
     for (const policy of set.policies) {
-      const algorithm = ALGORITHMS[policy.kind];
+      const algorithm = algorithmOf(policy);
       this.offsets.push(width);
       this.algorithms.push(algorithm);
       this.keepsLog.push(policy.kind === "sliding-log");
@@ -181,36 +181,27 @@ class MemoryStoreImpl implements MemoryStore {
       ref = undefined;
     }
     const policies = set.policies;
-    if (policies.length === 1) {
-      // One policy (the common case): one call that decides and, when admitted, charges.
+    if (ref !== undefined && policies.length === 1) {
+      // One policy on a tracked key (the hot path): one call that decides and, when admitted, charges.
       const out = [0, 0, 0, 0, 0];
-      const algorithm = layout.algorithms[0]!;
-      if (ref !== undefined) {
-        const data = layout.data;
-        const base = (ref >>> LAYOUT_BITS) * layout.width;
-        data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
-        const log = layout.keepsLog[0] ? this.#log(data, base + HEADER) : undefined;
-        const expiry = algorithm.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge);
-        if (out[1] === 1) {
-          out[0] = 1;
-          if (charge) data[base] = expiry;
-        }
-        return out;
-      }
-      // A key with no state: decided on a blank slot; a slot is taken only for a charged admission.
-      const blank = layout.blank.fill(0);
-      const log = layout.keepsLog[0] ? [] : undefined;
-      const expiry = algorithm.apply(policies[0]!, blank, HEADER, log, now, cost, out, 1, charge);
+      const data = layout.data;
+      const base = (ref >>> LAYOUT_BITS) * layout.width;
+      data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
+      const log = layout.keepsLog[0] ? this.#log(data, base + HEADER) : undefined;
+      const expiry = layout.algorithms[0]!.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge);
       if (out[1] === 1) {
         out[0] = 1;
-        if (charge) this.#adopt(fullKey, layout, now, expiry, log === undefined ? undefined : [log]);
+        if (charge) data[base] = expiry;
       }
       return out;
     }
     return this.#decideAll(layout, policies, fullKey, ref, now, cost, charge);
   }
 
-  /** Several policies: all are evaluated first, and charged only when every one admits. */
+  /**
+   * Every policy is evaluated first, and all are charged only when every one admits. A key with
+   * no state is decided on the layout's blank slot; it takes a slot only for a charged admission.
+   */
   #decideAll(layout: Layout, policies: readonly Policy[], fullKey: string, ref: number | undefined, now: number, cost: number, charge: boolean): StoreResult {
     const count = policies.length;
     const out = new Array<number>(1 + count * FIELDS_PER_POLICY).fill(0);

@@ -1,4 +1,5 @@
 import { DURATION_ACCEPTED, durationMs, formatDuration, type Duration } from "./duration.ts";
+import { ALGORITHM, FIXED_WINDOW, SLIDING_LOG, SLIDING_WINDOW, TOKEN_BUCKET, type Algorithm } from "./algorithms.ts";
 import { FloodgateError } from "./errors.ts";
 import { parseOptions, whole, type Check, type OptionSpec, type OptionSpecs } from "./validation.ts";
 
@@ -81,6 +82,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
     windowMs: (o.capacity * intervalUs) / 1000,
     refillRate: o.refillRate,
     intervalMs,
+    [ALGORITHM]: TOKEN_BUCKET,
   });
 }
 
@@ -94,7 +96,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
  * const perMinute = slidingWindow({ limit: 100, window: "1m" });
  */
 export function slidingWindow(options: WindowPolicyOptions): Policy {
-  return windowPolicy("sliding-window", "slidingWindow()", options);
+  return windowPolicy("sliding-window", SLIDING_WINDOW, "slidingWindow()", options);
 }
 
 /**
@@ -106,7 +108,7 @@ export function slidingWindow(options: WindowPolicyOptions): Policy {
  * const daily = fixedWindow({ limit: 1000, window: "1d" });
  */
 export function fixedWindow(options: WindowPolicyOptions): Policy {
-  return windowPolicy("fixed-window", "fixedWindow()", options);
+  return windowPolicy("fixed-window", FIXED_WINDOW, "fixedWindow()", options);
 }
 
 /**
@@ -118,10 +120,10 @@ export function fixedWindow(options: WindowPolicyOptions): Policy {
  * const login = slidingLog({ limit: 5, window: "1m" });
  */
 export function slidingLog(options: WindowPolicyOptions): Policy {
-  return windowPolicy("sliding-log", "slidingLog()", options);
+  return windowPolicy("sliding-log", SLIDING_LOG, "slidingLog()", options);
 }
 
-function windowPolicy(kind: PolicyKind, where: string, options: WindowPolicyOptions): Policy {
+function windowPolicy(kind: PolicyKind, algorithm: Algorithm, where: string, options: WindowPolicyOptions): Policy {
   const o = parseOptions<WindowPolicyOptions>(options, where, WINDOW_POLICY_OPTIONS);
   const windowMs = durationMs(o.window)!;
   if (o.limit * windowMs > MAX_LIMIT_TIMES_WINDOW) {
@@ -137,15 +139,13 @@ function windowPolicy(kind: PolicyKind, where: string, options: WindowPolicyOpti
     windowMs,
     refillRate: 0,
     intervalMs: 0,
+    [ALGORITHM]: algorithm,
   });
 }
 
-const KINDS: ReadonlySet<string> = new Set<PolicyKind>(["token-bucket", "sliding-window", "fixed-window", "sliding-log"]);
-
 /** True when `value` is a policy built by one of the policy factories. */
 export function isPolicy(value: unknown): value is Policy {
-  return typeof value === "object" && value !== null && KINDS.has((value as Policy).kind) &&
-    typeof (value as Policy).limit === "number" && typeof (value as Policy).windowMs === "number";
+  return typeof value === "object" && value !== null && ALGORITHM in value;
 }
 
 /** What a `policy` option accepts, in words. */

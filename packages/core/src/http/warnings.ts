@@ -9,17 +9,17 @@ export interface Logger {
  */
 export const WARNINGS = {
   forwardedHeaderIgnored:
-    "A request carries X-Forwarded-For or Forwarded, but trustProxy is false: every client behind that proxy shares the proxy's limit. If this app runs behind a proxy, set trustProxy (a hop count, the proxies' addresses, or a preset such as \"cloudflare\").",
+    "A request carries X-Forwarded-For or Forwarded but trustProxy is false: all clients behind that proxy share one limit. Behind a proxy, set trustProxy (a hop count, the proxies' addresses, or a preset such as \"cloudflare\").",
   trustProxyTrue:
-    "trustProxy: true trusts every X-Forwarded-For entry, so any client can pick its own key by sending the header. Set the number of proxy hops or the proxies' addresses instead.",
+    "trustProxy: true trusts every X-Forwarded-For entry: any client can pick its own key. Set the number of proxy hops or the proxies' addresses instead.",
   invalidIp:
-    "A client address is not an IP address (a forged or malformed proxy header, or a misconfigured socket): the request was keyed by the nearest valid hop.",
+    "A client address is not an IP address (a forged or malformed proxy header?): the request was keyed by the nearest valid hop.",
   noClientIp:
-    "No client address was available (no socket address and no trusted proxy header): all such requests share one key. Pass getClientIp / getConnInfo, or set trustProxy.",
+    "No client address (no socket address, no trusted proxy header): all such requests share one key. Set trustProxy, or pass getClientIp (fetch) / getConnInfo (Hono).",
   limiterPerRequest:
-    "Many rate limiters were created after requests started being served: a limiter created per request counts nothing. Create the middleware once, at startup.",
+    "Many rate limiters were created while serving requests: a limiter created per request counts nothing. Create the middleware once, at startup.",
   doubleCount:
-    "The same request was counted twice by one limiter (the middleware is mounted twice, or two middlewares share one store and prefix): clients get half their quota.",
+    "One limiter counted the same request twice (the middleware is mounted twice, or two share one store and prefix): clients get half their quota.",
 } as const;
 
 /** A warning's code. */
