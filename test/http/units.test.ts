@@ -18,6 +18,7 @@ import {
   type HttpRateLimitOptions,
 } from "@floodgate/core";
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 
 describe("IP addresses", () => {
   it.each([
@@ -34,11 +35,29 @@ describe("IP addresses", () => {
     ["0:0:0:0:0:0:0:0", "::"],
     ["::1.2.3.4", "::102:304"],
     ["1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8"],
+    ["::ffff:255.255.255.255", "255.255.255.255"],
+    ["0.0.0.0", "0.0.0.0"],
   ])("%s → %s", (input, expected) => {
     expect(normalizeIp(input)).toBe(expected);
   });
 
-  it.each(["", "unknown", "1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "::1::2", "1:2:3:4:5:6:7:8:9", "12345::", "_hidden", "g::1", "1.2.3.4/24"])(
+  it("reads dotted quads exactly as the textbook pattern does (no leading zeros, octets <= 255)", () => {
+    const pattern = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+    const reference = (text: string): string | undefined => {
+      const m = pattern.exec(text);
+      if (m === null || m.slice(1).some((p) => (p.length > 1 && p[0] === "0") || +p > 255)) return undefined;
+      return m.slice(1).map(Number).join(".");
+    };
+    const part = fc.oneof(fc.integer({ min: 0, max: 999 }).map(String), fc.stringMatching(/^[0-9]{0,4}$/), fc.constantFrom("", "-1", "1a", " 1"));
+    fc.assert(fc.property(fc.array(part, { minLength: 1, maxLength: 6 }), (parts) => {
+      const text = parts.join(".");
+      const parsed = parseIp(text);
+      expect(parsed === undefined ? undefined : formatIp(parsed)).toBe(reference(text.trim()));
+    }), { numRuns: 2000 });
+  });
+
+  it.each(["", "unknown", "1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "::1::2", "1:2:3:4:5:6:7:8:9", "12345::", "_hidden", "g::1", "1.2.3.4/24",
+    "1.2.3.4.", ".1.2.3", "1..2.3", "1.2.3.1000", "1.2.3.-1", "::ffff:01.2.3.4", "\uff11.2.3.4"])(
     "rejects %j",
     (input) => {
       expect(parseIp(input)).toBeUndefined();

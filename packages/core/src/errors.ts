@@ -11,7 +11,7 @@ export type FloodgateErrorCode =
  * what was wrong and what is accepted.
  */
 export class FloodgateError extends Error {
-  readonly code: FloodgateErrorCode;
+  declare readonly code: FloodgateErrorCode;
 
   constructor(code: FloodgateErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);

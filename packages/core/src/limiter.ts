@@ -180,12 +180,12 @@ const retryOf = (raw: number): number => (raw === NEVER ? Infinity : raw);
 
 /** A decision over one policy: reads the store's numbers directly, builds `policies` on demand. */
 class SingleDecision implements Decision {
-  readonly allowed: boolean;
-  readonly limit: number;
-  readonly remaining: number;
-  readonly resetAt: number;
-  readonly retryAfterMs: number;
-  readonly policy: string;
+  declare readonly allowed: boolean;
+  declare readonly limit: number;
+  declare readonly remaining: number;
+  declare readonly resetAt: number;
+  declare readonly retryAfterMs: number;
+  declare readonly policy: string;
   #policies: readonly PolicyDecision[] | undefined;
 
   constructor(result: StoreResult, policy: Policy) {
@@ -214,13 +214,13 @@ class SingleDecision implements Decision {
 }
 
 class MultiDecision implements Decision {
-  readonly allowed: boolean;
-  readonly limit: number;
-  readonly remaining: number;
-  readonly resetAt: number;
-  readonly retryAfterMs: number;
-  readonly policy: string;
-  readonly policies: readonly PolicyDecision[];
+  declare readonly allowed: boolean;
+  declare readonly limit: number;
+  declare readonly remaining: number;
+  declare readonly resetAt: number;
+  declare readonly retryAfterMs: number;
+  declare readonly policy: string;
+  declare readonly policies: readonly PolicyDecision[];
 
   constructor(result: StoreResult, policies: readonly Policy[]) {
     this.allowed = result[0] === 1;

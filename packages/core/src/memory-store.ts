@@ -37,21 +37,24 @@ const OPTIONS: OptionSpecs = { maxKeys: /* @__PURE__ */ range("a whole number", 
  * Float64Array: a slot is [expiresAtUs, usedMark, ...state of each policy].
  */
 class Layout {
-  readonly width: number;
-  readonly offsets: number[];
-  readonly algorithms: Algorithm[];
+  declare readonly width: number;
+  declare readonly offsets: number[];
+  declare readonly algorithms: Algorithm[];
   /** Offsets (within a slot) that hold a sliding log's reference. */
-  readonly logOffsets: number[];
+  declare readonly logOffsets: number[];
   /** Per policy: whether it keeps a sliding log (only those look one up). */
-  readonly keepsLog: boolean[];
-  data: Float64Array;
+  declare readonly keepsLog: boolean[];
+  declare data: Float64Array;
   capacity = 16;
   top = 0;
   readonly free: number[] = [];
   /** A zeroed slot, evaluated for keys that have no state yet (nothing is allocated for a denial). */
-  readonly blank: Float64Array;
+  declare readonly blank: Float64Array;
 
-  constructor(readonly id: number, set: PolicySet) {
+  declare readonly id: number;
+
+  constructor(id: number, set: PolicySet) {
+    this.id = id;
     let width = HEADER;
     this.offsets = [];
     this.algorithms = [];

@@ -15,21 +15,28 @@ export interface IpRange {
   readonly ip: ParsedIp;
 }
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
 
+/** Dotted-quad IPv4 as one number; no leading zeros (octal to some parsers). No regex: this runs per request. */
 function parseIpv4(text: string): number | undefined {
-  const m = IPV4.exec(text);
-  if (m === null) return undefined;
   let n = 0;
-  for (let i = 1; i <= 4; i++) {
-    const part = m[i]!;
-    if (part.length > 1 && part[0] === "0") return undefined; // leading zeros are octal to some parsers
-    const octet = +part;
-    if (octet > 255) return undefined;
-    n = n * 256 + octet;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || ++dots > 3) return undefined;
+      n = n * 256 + octet;
+      octet = digits = 0;
+    } else if (c >= 48 && c <= 57 && !(digits > 0 && octet === 0)) {
+      octet = octet * 10 + c - 48;
+      if (++digits > 3 || octet > 255) return undefined;
+    } else {
+      return undefined;
+    }
   }
-  return n;
+  return dots === 3 && digits > 0 ? n * 256 + octet : undefined;
 }
 
 function parseIpv6(text: string): number[] | undefined {
@@ -86,8 +93,10 @@ export function parseIp(input: string): ParsedIp | undefined {
   }
   const zone = text.indexOf("%");
   if (zone !== -1) text = text.slice(0, zone);
-  const v4 = parseIpv4(text);
-  if (v4 !== undefined) return { v: 4, n: v4, text };
+  // IPv4-mapped IPv6, as dual-stack sockets report IPv4 peers: the common case, kept short.
+  const dotted = text.startsWith("::ffff:") ? text.slice(7) : text;
+  const v4 = parseIpv4(dotted);
+  if (v4 !== undefined) return { v: 4, n: v4, text: dotted };
   if (!text.includes(":")) return undefined;
   const g = parseIpv6(text);
   if (g === undefined) return undefined;

@@ -289,35 +289,58 @@ const FORWARDED_WATCH = 1000;
 
 /** The result of {@link HttpRateLimiter.check}. */
 export class RateLimitResult implements RateLimitInfo {
-  readonly allowed: boolean;
+  // `declare`: assigned once in the constructor, not first defined as undefined (one store each).
+  declare readonly decision: Decision | undefined;
+  declare readonly key: string;
+  declare readonly rule: string;
+  declare readonly cost: number;
+  declare readonly source: RateLimitInfo["source"];
+  declare readonly storeError: FloodgateError | undefined;
+  declare readonly allowed: boolean;
+  /** The decision's figures; 0 (and `policy` "") when no store answered (`source` "allow"/"deny"). */
+  declare readonly limit: number;
+  declare readonly remaining: number;
+  declare readonly resetAt: number;
+  declare readonly retryAfterMs: number;
+  declare readonly policy: string;
   /** Rate-limit headers as flat `[name, value, ...]` pairs, to set on the response. */
-  readonly headers: string[];
+  declare readonly headers: string[];
   /** The response to send when not allowed. */
-  response: DeniedResponse | undefined;
+  declare response: DeniedResponse | undefined;
   #refund: ((status: number) => void) | undefined;
 
   constructor(
-    readonly decision: Decision | undefined,
-    readonly key: string,
-    readonly rule: string,
-    readonly cost: number,
-    readonly source: RateLimitInfo["source"],
-    readonly storeError: FloodgateError | undefined,
+    decision: Decision | undefined,
+    key: string,
+    rule: string,
+    cost: number,
+    source: RateLimitInfo["source"],
+    storeError: FloodgateError | undefined,
     allowed: boolean,
     headers: string[],
     refund: ((status: number) => void) | undefined,
   ) {
+    this.decision = decision;
+    this.key = key;
+    this.rule = rule;
+    this.cost = cost;
+    this.source = source;
+    this.storeError = storeError;
     this.allowed = allowed;
+    this.limit = decision?.limit ?? 0;
+    this.remaining = decision?.remaining ?? 0;
+    this.resetAt = decision?.resetAt ?? 0;
+    this.retryAfterMs = decision?.retryAfterMs ?? 0;
+    this.policy = decision?.policy ?? "";
     this.headers = headers;
+    this.response = undefined;
     this.#refund = refund;
   }
 
-  get limit(): number { return this.decision?.limit ?? 0; }
-  get remaining(): number { return this.decision?.remaining ?? 0; }
-  get resetAt(): number { return this.decision?.resetAt ?? 0; }
-  get retryAfterMs(): number { return this.decision?.retryAfterMs ?? 0; }
-  get policy(): string { return this.decision?.policy ?? ""; }
-  get policies(): readonly PolicyDecision[] { return this.decision?.policies ?? []; }
+  /** The decision's policies, or none when no store answered. */
+  get policies(): readonly PolicyDecision[] {
+    return this.decision?.policies ?? [];
+  }
 
   /** True when the adapter should report the final status through {@link settle}. */
   get settles(): boolean {
@@ -342,13 +365,19 @@ export class RateLimitResult implements RateLimitInfo {
 }
 
 class RequestView<Raw> implements RateLimitRequest<Raw> {
-  constructor(
-    readonly raw: Raw,
-    readonly method: string,
-    readonly path: string,
-    readonly ip: string | undefined,
-    readonly access: RequestAccess<Raw>,
-  ) {}
+  declare readonly raw: Raw;
+  declare readonly method: string;
+  declare readonly path: string;
+  declare readonly ip: string | undefined;
+  declare readonly access: RequestAccess<Raw>;
+
+  constructor(raw: Raw, method: string, path: string, ip: string | undefined, access: RequestAccess<Raw>) {
+    this.raw = raw;
+    this.method = method;
+    this.path = path;
+    this.ip = ip;
+    this.access = access;
+  }
 
   header(name: string): string | undefined {
     return this.access.header(this.raw, name);
@@ -511,35 +540,45 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const fallbackOf = (rule: CompiledRule<Raw>): RateLimiter =>
     rule.fallback ??= createRateLimiter({ policy: rule.policies, store: memoryStore(), prefix: rule.limiter.prefix, clock });
 
-  /** Calls the store with the deadline and the breaker; returns the decision and where it came from. */
-  const consume = async (
-    rule: CompiledRule<Raw>,
-    key: string,
-    cost: number,
-    req: RateLimitRequest<Raw>,
-  ): Promise<[Decision | undefined, RateLimitInfo["source"], FloodgateError | undefined]> => {
-    const breaker = rule.breaker;
-    const store = rule.limiter.store;
-    let error: FloodgateError;
-    const openMs = breaker === undefined ? 0 : breaker.openFor(clock());
-    if (openMs > 0) {
-      error = new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`);
-    } else {
-      try {
-        // A synchronous store (memory) answers at once: no promise to wait for, nothing to time out.
-        const pending = rule.limiter.decide(key, cost === 1 ? undefined : { cost });
-        const decision = !(pending instanceof Promise) ? pending : timeoutMs === undefined ? await pending : await withTimeout(pending, timeoutMs, store.name);
-        breaker?.success();
-        return [decision, "store", undefined];
-      } catch (thrown) {
-        if (thrown instanceof FloodgateError && thrown.code === "INVALID_ARGUMENT") throw thrown;
-        error = toStoreError(thrown, store.name);
-        breaker?.failure(clock());
-      }
-    }
+  type Outcome = [Decision | undefined, RateLimitInfo["source"], FloodgateError | undefined];
+
+  /** A failed store call: the breaker counts it, then the store-error policy decides. */
+  const storeFailed = async (rule: CompiledRule<Raw>, key: string, cost: number, req: RateLimitRequest<Raw>, error: FloodgateError): Promise<Outcome> => {
     const action = onStoreFailure(error, req);
     if (action === "fallback") return [await fallbackOf(rule).limit(key, cost === 1 ? undefined : { cost }), "fallback", error];
     return [undefined, action, error];
+  };
+
+  /**
+   * Calls the store with the deadline and the breaker; returns the decision and where it came
+   * from. A synchronous store (memory) answers at once: no promise, nothing to time out.
+   */
+  const consume = (rule: CompiledRule<Raw>, key: string, cost: number, req: RateLimitRequest<Raw>): Outcome | Promise<Outcome> => {
+    const breaker = rule.breaker;
+    const store = rule.limiter.store;
+    const openMs = breaker === undefined ? 0 : breaker.openFor(clock());
+    if (openMs > 0) {
+      return storeFailed(rule, key, cost, req, new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`));
+    }
+    const failed = (thrown: unknown): Promise<Outcome> => {
+      if (thrown instanceof FloodgateError && thrown.code === "INVALID_ARGUMENT") throw thrown;
+      breaker?.failure(clock());
+      return storeFailed(rule, key, cost, req, toStoreError(thrown, store.name));
+    };
+    let pending: Decision | Promise<Decision>;
+    try {
+      pending = rule.limiter.decide(key, cost === 1 ? undefined : { cost });
+    } catch (thrown) {
+      return failed(thrown);
+    }
+    if (!(pending instanceof Promise)) {
+      breaker?.success();
+      return [pending, "store", undefined];
+    }
+    return (timeoutMs === undefined ? pending : withTimeout(pending, timeoutMs, store.name)).then((decision): Outcome => {
+      breaker?.success();
+      return [decision, "store", undefined];
+    }, failed);
   };
 
   const refund = (rule: CompiledRule<Raw>, limiter: RateLimiter, key: string, cost: number): void => {
@@ -675,7 +714,8 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         else rule.seen.add(raw);
       }
 
-      const [decision, source, storeError] = await consume(rule, key, cost, req);
+      const outcome = consume(rule, key, cost, req);
+      const [decision, source, storeError] = outcome instanceof Promise ? await outcome : outcome;
       const now = clock();
       const allowed = decision === undefined ? source === "allow" : decision.allowed;
       const headers: string[] = [];
