@@ -32,6 +32,9 @@
  *    decides), so its denied row is the same work as its admitted one.
  *  - a plain `Map<string, number>` counter inside an async function: the floor for a keyed,
  *    promise-returning decision.
+ *  - `async () => 1`: no work at all, only the promise and the await every row above pays. When
+ *    half of express-rate-limit's figure is below this row, no promise-returning call can be
+ *    twice as fast as express-rate-limit in this harness, whatever it does.
  *
  * Figures: a row's ns per decision is the median (p50) of mitata's samples, which resists other
  * load on the machine better than the mean; the whole suite runs `--rounds N` times (default 5)
@@ -80,7 +83,7 @@ const ALGORITHMS: Record<string, (limit: number, windowMs: number) => Policy> = 
   fixedWindow: (limit, windowMs) => fixedWindow({ limit, window: windowMs }),
   slidingLog: (limit, windowMs) => slidingLog({ limit, window: windowMs }),
 };
-const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter"] as const;
+const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter", "async no-op (floor)"] as const;
 const ERL = PEERS[1];
 const MAP = PEERS[2];
 
@@ -144,6 +147,9 @@ async function peer(name: (typeof PEERS)[number], scenario: Scenario): Promise<{
     store.init({ windowMs: 60_000 } as Parameters<MemoryStore["init"]>[0]);
     call = (key) => store.increment(key);
     dispose = () => store.shutdown();
+  } else if (name === "async no-op (floor)") {
+    // The cheapest promise-returning call there is: what awaiting any async API costs here.
+    call = async () => 1;
   } else {
     const counts = new Map<string, number>();
     call = async (key) => {
@@ -247,4 +253,11 @@ for (const scenario of SCENARIOS) {
   }
 }
 console.log(failures === 0 ? "\nall Floodgate rows meet the targets" : `\n${failures} Floodgate row(s) miss a target`);
+const FLOOR = PEERS[3];
+for (const scenario of SCENARIOS.filter((sc) => PEER_SCENARIO[sc] === sc)) {
+  const half = get(ERL, scenario) / 2;
+  const floor = get(FLOOR, scenario);
+  console.log(`${scenario}: half of express-rate-limit = ${num(half)} ns, async no-op = ${num(floor)} ns` +
+    (floor > half ? " (no promise-returning call can reach 2x express-rate-limit here)" : ""));
+}
 if (process.argv.includes("--json")) console.log(JSON.stringify(json));
