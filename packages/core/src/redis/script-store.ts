@@ -180,7 +180,8 @@ export class ScriptStore implements RedisScriptStore {
           `${this.name} store: fixed window "${p.name}" has limit ${p.limit}; Redis stores accept fixed-window limits up to ${MAX_FIXED_WINDOW_LIMIT}.`,
         );
       }
-      tail.push(KIND_CODE[p.kind], String(p.limit), String(p.kind === "token-bucket" ? intervalUs(p) : p.windowMs));
+      if (set.policies.length > 1) tail.push(KIND_CODE[p.kind]);
+      tail.push(String(p.limit), String(p.kind === "token-bucket" ? intervalUs(p) : p.windowMs));
     }
     const scripts = luaScripts();
     prepared = Object.freeze({
