@@ -50,16 +50,21 @@ export function redisStore(options: RedisStoreOptions): RedisScriptStore {
   const client = o.client as Partial<IORedisLike & NodeRedisLike> | null;
   let transport: ScriptTransport;
   if (typeof client === "object" && client !== null && typeof client.evalSha === "function" && typeof client.eval === "function" && typeof client.del === "function") {
+    // node-redis copies `arguments` into its command (it never keeps or changes the array).
     const c = client as NodeRedisLike;
     transport = {
-      evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args }),
-      eval: (source, keys, args) => c.eval(source, { keys, arguments: args }),
+      evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args as string[] }),
+      eval: (source, keys, args) => c.eval(source, { keys, arguments: args as string[] }),
       del: (keys) => c.del(keys),
     };
   } else if (typeof client === "object" && client !== null && typeof client.evalsha === "function" && typeof client.eval === "function" && typeof client.del === "function") {
     const c = client as IORedisLike;
     transport = {
-      evalsha: (sha, keys, args) => c.evalsha(sha, keys.length, ...keys, ...args),
+      // The usual call (one key, five ARGV) spelled out: no spread, no intermediate array.
+      evalsha: (sha, keys, args) =>
+        keys.length === 1 && args.length === 5
+          ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!, args[2]!, args[3]!, args[4]!)
+          : c.evalsha(sha, keys.length, ...keys, ...args),
       eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
       del: (keys) => c.del(...keys),
     };

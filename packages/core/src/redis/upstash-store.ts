@@ -47,9 +47,10 @@ export function upstashStore(options: UpstashStoreOptions): RedisScriptStore {
   if (typeof redis !== "object" || redis === null || typeof redis.evalsha !== "function" || typeof redis.eval !== "function" || typeof redis.del !== "function") {
     throw new FloodgateError("INVALID_OPTION", `upstashStore(): invalid option \`redis\`: received ${describeValue(o.redis)}; expected ${ACCEPTED.redis}.`);
   }
+  // @upstash/redis copies `args` into its command (it never keeps or changes the array).
   return new ScriptStore("upstash", {
-    evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
-    eval: (source, keys, args) => redis.eval(source, keys, args),
+    evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args as string[]),
+    eval: (source, keys, args) => redis.eval(source, keys, args as string[]),
     del: (keys) => redis.del(...keys),
   }, o);
 }
