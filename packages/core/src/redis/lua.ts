@@ -28,13 +28,15 @@ import type { PolicyKind } from "../policies.ts";
  * the multi-policy loop. Fragments share the names k (key), L (limit), P (parameter), cost, now,
  * out and i (this policy's offset in out); eval sets ok and hands commit its state in a..e.
  * ARGV strings become numbers by arithmetic coercion (x + 0: cheaper than a tonumber call).
- * Numbers go to redis.call as numbers: Redis writes an integral double as its exact integer
- * digits (Lua's own tostring would round past 14 digits). A GET or LINDEX through redis.pcall
- * turns a key of another type (state of another kind of policy, after a limiter was
- * reconfigured under the same prefix) into a table, which reads as absent and is overwritten.
+ * Numbers go to redis.call as strings, written with fmt("%d") (exact up to 2^63): a number
+ * argument would cost more (Redis 7.0 prints it with %.17g) and is not exact everywhere (Redis
+ * 7.2.0-7.2.4 print 100000000 as 1e+08; Lua's own tostring rounds past 14 digits). A GET or
+ * LINDEX through redis.pcall turns a key of another type (state of another kind of policy,
+ * after a limiter was reconfigured under the same prefix) into a table, which reads as absent
+ * and is overwritten.
  */
 
-const PRELUDE = `local floor, ceil, max = math.floor, math.ceil, math.max
+const PRELUDE = `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
 local op, cost, now = ARGV[1], ARGV[2] + 0, ARGV[3]
 if now == "" then
   local t = redis.call("TIME")
@@ -62,13 +64,13 @@ out[i], out[i + 1], out[i + 2] = ok and 1 or 0, max(0, floor((tau - (tat - now))
 if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] = ceil((nxt - tau - now) / 1000) end
 a = nxt
 `,
-  commit: `redis.call("SET", k, a, "PX", max(1, ceil((a - now) / 1000)))
+  commit: `redis.call("SET", k, fmt("%d", a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
 out[i + 1], out[i + 2] = floor((L * P - (a - now)) / P), ceil(a / 1000)
 `,
   refund: `local tat = tonumber(redis.pcall("GET", k))
 if tat and tat > now then
   tat = max(now, tat - cost * P)
-  redis.call("SET", k, tat, "PX", max(1, ceil((tat - now) / 1000)))
+  redis.call("SET", k, fmt("%d", tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
 end
 `,
 };
@@ -99,11 +101,11 @@ a, b = index, count
 `,
   // Same window: the key already expires when it ends.
   commit: `b = b + cost
-if c then redis.call("INCRBY", k, cost * 1048576)
-else redis.call("SET", k, b * 1048576 + a % 1048576, "PX", max(1, ceil(((a + 1) * P * 1000 - now) / 1000))) end
+if c then redis.call("INCRBY", k, cost == 1 and "1048576" or fmt("%d", cost * 1048576))
+else redis.call("SET", k, fmt("%d", b * 1048576 + a % 1048576), "PX", fmt("%d", max(1, ceil(((a + 1) * P * 1000 - now) / 1000)))) end
 out[i + 1] = L - b
 `,
-  refund: `${FW_READ}if c then redis.call("SET", k, max(0, count - cost) * 1048576 + index % 1048576, "PX", max(1, ceil(((index + 1) * size - now) / 1000))) end
+  refund: `${FW_READ}if c then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
 `,
 };
 
@@ -148,21 +150,21 @@ a, b, c, e = index, cur, prev, budget
 `,
   // Same window: the key already expires when both counted windows have passed.
   commit: `b = b + cost
-local v = string.format("%d:%d:%d", a, b, c)
+local v = fmt("%d:%d:%d", a, b, c)
 if d then redis.call("SET", k, v, "KEEPTTL")
-else redis.call("SET", k, v, "PX", max(1, ceil(((a * P + 2 * P) * 1000 - now) / 1000))) end
+else redis.call("SET", k, v, "PX", fmt("%d", max(1, ceil(((a * P + 2 * P) * 1000 - now) / 1000)))) end
 out[i + 1], out[i + 2] = max(0, floor((e - b * P) / P)), a * P + 2 * P
 `,
   refund: `${SW_READ}if v then
   local f = math.min(cur, cost)
-  redis.call("SET", k, string.format("%d:%d:%d", index, cur - f, max(0, prev - (cost - f))), "PX", max(1, ceil(((index + 2) * P * 1000 - now) / 1000)))
+  redis.call("SET", k, fmt("%d:%d:%d", index, cur - f, max(0, prev - (cost - f))), "PX", fmt("%d", max(1, ceil(((index + 2) * P * 1000 - now) / 1000))))
 end
 `,
 };
 
 /** Sliding log. Parameter: window ms. Carried from eval to commit: a = at, b = count. */
 const SLIDING_LOG: Fragments = {
-  eval: `local size, last = P * 1000, redis.pcall("LINDEX", k, -1)
+  eval: `local size, last = P * 1000, redis.pcall("LINDEX", k, "-1")
 if type(last) == "table" then
   redis.call("DEL", k)
   last = nil
@@ -176,10 +178,10 @@ if last then
   if last <= cutoff then
     redis.call("DEL", k)
   else
-    local first = tonumber(redis.call("LINDEX", k, 0))
+    local first = tonumber(redis.call("LINDEX", k, "0"))
     while first <= cutoff do
       redis.call("LPOP", k)
-      first = tonumber(redis.call("LINDEX", k, 0))
+      first = tonumber(redis.call("LINDEX", k, "0"))
     end
     count = redis.call("LLEN", k)
   end
@@ -188,15 +190,16 @@ ok = count + cost <= L
 out[i], out[i + 1] = ok and 1 or 0, L - count
 if count > 0 then out[i + 2] = ceil((last + size) / 1000) else out[i + 2] = ceil(now / 1000) end
 if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else
-  out[i + 3] = ceil((tonumber(redis.call("LINDEX", k, count + cost - L - 1)) + size - now) / 1000)
+  out[i + 3] = ceil((tonumber(redis.call("LINDEX", k, fmt("%d", count + cost - L - 1))) + size - now) / 1000)
 end
 a, b = at, count
 `,
-  commit: `if cost == 1 then
-  redis.call("RPUSH", k, a)
+  commit: `local v = fmt("%d", a)
+if cost == 1 then
+  redis.call("RPUSH", k, v)
 else
   local batch, left = {}, cost
-  for n = 1, math.min(cost, 512) do batch[n] = a end
+  for n = 1, math.min(cost, 512) do batch[n] = v end
   while left > 0 do
     if left < #batch then
       for n = left + 1, #batch do batch[n] = nil end
@@ -205,7 +208,7 @@ else
     left = left - #batch
   end
 end
-redis.call("PEXPIRE", k, max(1, ceil((a + P * 1000 - now) / 1000)))
+redis.call("PEXPIRE", k, fmt("%d", max(1, ceil((a + P * 1000 - now) / 1000))))
 out[i + 1], out[i + 2] = L - (b + cost), ceil((a + P * 1000) / 1000)
 `,
   refund: `local n = redis.pcall("LLEN", k)
@@ -213,9 +216,9 @@ if type(n) == "number" and n > 0 then
   if cost >= n then
     redis.call("DEL", k)
   else
-    redis.call("LTRIM", k, 0, n - cost - 1)
-    local x = tonumber(redis.call("LINDEX", k, -1)) + P * 1000 - now
-    if x <= 0 then redis.call("DEL", k) else redis.call("PEXPIRE", k, max(1, ceil(x / 1000))) end
+    redis.call("LTRIM", k, "0", fmt("%d", n - cost - 1))
+    local x = tonumber(redis.call("LINDEX", k, "-1")) + P * 1000 - now
+    if x <= 0 then redis.call("DEL", k) else redis.call("PEXPIRE", k, fmt("%d", max(1, ceil(x / 1000)))) end
   end
 end
 `,
@@ -292,11 +295,11 @@ export interface LuaScript {
  * from the sources (and prints the new values when a script changes).
  */
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
-  "token-bucket": "ce28fd3e441d0146ab7e5b1e5f58ec7f9df61129",
-  "fixed-window": "833fa9a5805183334ca85f313bb85ead6e8dc0ea",
-  "sliding-window": "a605e083f87d328e199fc2b8e70473f581fa2362",
-  "sliding-log": "eb0d5510ace60226de5b2cbd4960ca2ce0a691a4",
-  multi: "4e6b495e21a23517cfc75d05ee7a987eaba303d7",
+  "token-bucket": "d778e3b010347ae1c15c3b7c7f302135e353deae",
+  "fixed-window": "4e0ba0386b8e10964b81d5024b3209358e057973",
+  "sliding-window": "75c3e325b2e62d75dca10e9d8eda16cccf5b7e82",
+  "sliding-log": "147ba1d98a2d6158b7e02f87263b415334b911da",
+  multi: "4e01949d4304dd483e151d155e9412faef2192c5",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;
