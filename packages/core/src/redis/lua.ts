@@ -6,14 +6,14 @@ import type { PolicyKind } from "../policies.ts";
  * returns the same flat result. Runs on vanilla Redis 7 and Valkey: no shebang flags, only
  * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/PEXPIRE/DEL/TIME.
  *
- * Calling convention of every script:
+ * Calling convention of every script (every argument costs Redis about 1,000 instructions, so
+ * there are few):
  *   KEYS[p]   the key of policy p (`prefix{identifier}`, then `:1`, `:2`...)
- *   ARGV[1]   "0" consume, "1" peek (cost 1, charges nothing), "2" refund
- *   ARGV[2]   cost
- *   ARGV[3]   now in integer µs, or "" to read the server's clock (TIME)
- *   single-policy scripts: ARGV[4] limit, ARGV[5] parameter
- *   multi-policy script: per policy p, from ARGV[1 + p * 3]: kind letter, limit, parameter
+ *   ARGV[1]   the cost to consume; "0" to peek (cost 1, charges nothing); minus the cost to refund
+ *   single-policy scripts: ARGV[2] limit, ARGV[3] parameter
+ *   multi-policy script: per policy p, from ARGV[p * 3 - 1]: kind letter, limit, parameter
  *   (parameter: token bucket µs per token; window kinds window in ms)
+ *   last, optional: now in integer µs; absent, the script reads the server's clock (TIME)
  * Result: `{allowed, per policy: allowed, remaining, resetAt ms, retryAfterMs}`, every value an
  * integer (Redis truncates Lua numbers); refunds return 0.
  *
@@ -36,13 +36,16 @@ import type { PolicyKind } from "../policies.ts";
  * and is overwritten.
  */
 
-const PRELUDE = `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
-local op, cost, now = ARGV[1], ARGV[2] + 0, ARGV[3]
-if now == "" then
+/** Reads cost (refund: whether to refund it; charge: whether to consume it) and now (µs). */
+const prelude = (nowAt: string): string => `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
+local cost, now = ARGV[1] + 0, ARGV[${nowAt}]
+local refund, charge = cost < 0, cost > 0
+if refund then cost = -cost elseif not charge then cost = 1 end
+if now then
+  now = now + 0
+else
   local t = redis.call("TIME")
   now = t[1] * 1000000 + t[2]
-else
-  now = now + 0
 end
 local ok, a, b, c, d, e
 `;
@@ -241,14 +244,14 @@ const FRAGMENTS: Readonly<Record<PolicyKind, Fragments>> = {
 
 function singleScript(kind: PolicyKind): string {
   const f = FRAGMENTS[kind];
-  return `${PRELUDE}local k, L, P = KEYS[1], ARGV[4] + 0, ARGV[5] + 0
-if op == "2" then
+  return `${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
+if refund then
 ${f.refund}return 0
 end
 local out, i = {0, 0, 0, 0, 0}, 2
 ${f.eval}if ok then
 out[1] = 1
-if op == "0" then
+if charge then
 ${f.commit}end
 end
 return out
@@ -261,21 +264,21 @@ function dispatch(part: keyof Fragments): string {
   return `if ${branches.join("elseif ")}end\n`;
 }
 
-const POLICY = `local k, i, x, y = KEYS[p], p * 4 - 2, p * 3 + 1, p * 5
+const POLICY = `local k, i, x, y = KEYS[p], p * 4 - 2, p * 3 - 1, p * 5
 local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 `;
 
 function multiScript(): string {
-  return `${PRELUDE}local out, h = {1}, {}
+  return `${prelude("#KEYS * 3 + 2")}local out, h = {1}, {}
 for p = 1, #KEYS do
-${POLICY}if op == "2" then
+${POLICY}if refund then
 ${dispatch("refund")}else
 ${dispatch("eval")}if not ok then out[1] = 0 end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 end
-if op == "2" then return 0 end
-if out[1] == 1 and op == "0" then
+if refund then return 0 end
+if out[1] == 1 and charge then
 for p = 1, #KEYS do
 ${POLICY}a, b, c, d, e = h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4]
 ${dispatch("commit")}end
@@ -295,11 +298,11 @@ export interface LuaScript {
  * from the sources (and prints the new values when a script changes).
  */
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
-  "token-bucket": "d778e3b010347ae1c15c3b7c7f302135e353deae",
-  "fixed-window": "4e0ba0386b8e10964b81d5024b3209358e057973",
-  "sliding-window": "75c3e325b2e62d75dca10e9d8eda16cccf5b7e82",
-  "sliding-log": "147ba1d98a2d6158b7e02f87263b415334b911da",
-  multi: "4e01949d4304dd483e151d155e9412faef2192c5",
+  "token-bucket": "780a6807fc52e08ff6a4662d362acb3413f9ba22",
+  "fixed-window": "d0c0877fb2b3f89cf647b1b8778992b75b45306d",
+  "sliding-window": "1111337b1e4e609243a0f0dccb04350b50f57b65",
+  "sliding-log": "78f4b07d6802b1e400ec2f3d35c865fa5351132d",
+  multi: "e2c82b0df92ca30f16cf69299badcabb7fc36243",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;

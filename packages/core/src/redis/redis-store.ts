@@ -60,10 +60,11 @@ export function redisStore(options: RedisStoreOptions): RedisScriptStore {
   } else if (typeof client === "object" && client !== null && typeof client.evalsha === "function" && typeof client.eval === "function" && typeof client.del === "function") {
     const c = client as IORedisLike;
     transport = {
-      // The usual call (one key, five ARGV) spelled out: no spread, no intermediate array.
+      // The usual call (one policy on the server's clock: one key, three ARGV) spelled out: no
+      // spread, no intermediate array.
       evalsha: (sha, keys, args) =>
-        keys.length === 1 && args.length === 5
-          ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!, args[2]!, args[3]!, args[4]!)
+        keys.length === 1 && args.length === 3
+          ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!, args[2]!)
           : c.evalsha(sha, keys.length, ...keys, ...args),
       eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
       del: (keys) => c.del(...keys),

@@ -57,12 +57,7 @@ export const scriptStoreShape = {
 /** Fixed-window counts are packed with a 20-bit window index into one exact double. */
 const MAX_FIXED_WINDOW_LIMIT = 2 ** 32;
 
-/** ARGV[1] of the scripts. */
-const CONSUME = "0";
-const PEEK = "1";
-const REFUND = "2";
-type Op = typeof CONSUME | typeof PEEK | typeof REFUND;
-const OP_NAME: Readonly<Record<Op, string>> = { [CONSUME]: "consume", [PEEK]: "peek", [REFUND]: "refund" };
+type Op = "consume" | "peek" | "refund";
 
 /** Everything about a policy set a call needs, computed once per set. */
 interface Prepared {
@@ -70,7 +65,7 @@ interface Prepared {
   readonly script: LuaScript;
   readonly count: number;
   readonly limits: readonly number[];
-  /** ARGV after op, cost and now: per policy (kind letter in the multi script,) limit, parameter. */
+  /** ARGV after the cost: per policy (kind letter in the multi script,) limit, parameter. */
   readonly tail: readonly string[];
   /** The whole ARGV of a consume of cost 1 and of a peek on the server's clock: the same every call. */
   readonly consume1: readonly string[];
@@ -116,23 +111,23 @@ export class ScriptStore implements RedisScriptStore {
     const prepared = this.#prepared.get(set) ?? this.#prepare(set);
     const base = baseKey(set.prefix, key);
     const cache = this.#cache;
-    if (cache === undefined) return this.#run(prepared, base, CONSUME, cost, nowMs, false, 0);
+    if (cache === undefined) return this.#run(prepared, base, "consume", cost, nowMs, false, 0);
     const sentAt = this.ownsClock ? monotonic() : nowMs;
     if (cache.size > 0) {
       const hit = cache.check(base, prepared.id, cost, sentAt);
       if (hit !== undefined) return hit;
     }
-    return this.#run(prepared, base, CONSUME, cost, nowMs, true, sentAt);
+    return this.#run(prepared, base, "consume", cost, nowMs, true, sentAt);
   }
 
   peek(set: PolicySet, key: string, nowMs: number): Promise<StoreResult> {
-    return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), PEEK, 1, nowMs, false, 0);
+    return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, false, 0);
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number): Promise<void> {
     const base = baseKey(set.prefix, key);
     this.#cache?.forget(base);
-    await this.#run(this.#prepared.get(set) ?? this.#prepare(set), base, REFUND, cost, nowMs, false, 0);
+    await this.#run(this.#prepared.get(set) ?? this.#prepare(set), base, "refund", cost, nowMs, false, 0);
   }
 
   async reset(set: PolicySet, key: string): Promise<void> {
@@ -157,24 +152,28 @@ export class ScriptStore implements RedisScriptStore {
    */
   async #run(prepared: Prepared, base: string, op: Op, cost: number, nowMs: number, remember: boolean, sentAt: number): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
-    const args = !this.ownsClock || cost !== 1 || op === REFUND
-      ? [op, String(cost), this.ownsClock ? "" : String(toMicros(nowMs)), ...prepared.tail]
-      : op === CONSUME ? prepared.consume1 : prepared.peek;
+    let args: readonly string[];
+    if (this.ownsClock && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
+    else {
+      const list = [op === "consume" ? String(cost) : op === "peek" ? "0" : String(-cost), ...prepared.tail];
+      if (!this.ownsClock) list.push(String(toMicros(nowMs)));
+      args = list;
+    }
     const script = prepared.script;
     let reply: unknown;
     try {
       reply = await this.#transport.evalsha(script.sha, keys, args);
     } catch (error) {
-      if (!isNoScript(error)) throw storeError(this.name, OP_NAME[op], error);
+      if (!isNoScript(error)) throw storeError(this.name, op, error);
       try {
         reply = await this.#transport.eval(script.source, keys, args);
       } catch (retryError) {
-        throw storeError(this.name, OP_NAME[op], retryError);
+        throw storeError(this.name, op, retryError);
       }
     }
-    if (op === REFUND) return NO_RESULT;
+    if (op === "refund") return NO_RESULT;
     if (!Array.isArray(reply)) {
-      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${OP_NAME[op]} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of integers.`);
+      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of integers.`);
     }
     const result = reply as number[];
     if (remember && result[0] === 0) this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
@@ -201,8 +200,8 @@ export class ScriptStore implements RedisScriptStore {
       count: set.policies.length,
       limits: Object.freeze(set.policies.map((p) => p.limit)),
       tail: Object.freeze(tail),
-      consume1: Object.freeze([CONSUME, "1", "", ...tail]),
-      peek: Object.freeze([PEEK, "1", "", ...tail]),
+      consume1: Object.freeze(["1", ...tail]),
+      peek: Object.freeze(["0", ...tail]),
     });
     this.#prepared.set(set, prepared);
     return prepared;
