@@ -6,6 +6,9 @@
  * client, measures per-decision latency (mean, p99) and decisions/s at concurrency 1 and 64:
  *  - the floor: a bare `EVALSHA` of a script that returns 1, through the same client (the cost
  *    of one round trip, which no one-script-per-decision store can beat);
+ *  - (ioredis) the floor with Floodgate's call shape: one key, three ARGV, a script that only
+ *    returns a five-integer array like Floodgate's result: what the call and reply cost before
+ *    any limiter work;
  *  - Floodgate's store (sliding window, limit 1e8 per hour: every decision admits; 1,000
  *    identifiers in a cycle; deny cache on, as by default, though it never hits here);
  *  - rate-limiter-flexible `RateLimiterRedis` (ioredis only; same kind of load).
@@ -41,6 +44,7 @@ const DECISIONS = arg("decisions", 20_000);
 const ROUNDS = arg("rounds", 3);
 const IDS = Array.from({ length: 1000 }, (_, i) => `user:${i}`);
 const FLOOR = "return 1";
+const SHAPE = "return {1, 1, 99999999, 1700003600000, 0}";
 
 interface Subject {
   name: string;
@@ -119,6 +123,7 @@ async function main(): Promise<void> {
   await node.connect();
   const upstash = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
   const floorSha = (await admin.script("LOAD", FLOOR)) as string;
+  const shapeSha = (await admin.script("LOAD", SHAPE)) as string;
   const policy = slidingWindow({ limit: 100_000_000, window: "1h" });
   const fgIo = createRateLimiter({ policy, store: redisStore({ client: io }), prefix: "b1:" });
   const fgNode = createRateLimiter({ policy, store: redisStore({ client: node }), prefix: "b2:" });
@@ -127,6 +132,7 @@ async function main(): Promise<void> {
 
   const subjects: Subject[] = [
     { name: "floor: bare EVALSHA (ioredis)", decide: () => io.evalsha(floorSha, 0) },
+    { name: "floor with Floodgate's call and reply shape (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => io.evalsha(shapeSha, 1, `b0:{${id}}`, "1", "100000000", "3600000") },
     { name: "floodgate redisStore (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => fgIo.limit(id) },
     { name: "rate-limiter-flexible RateLimiterRedis (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => rlf.consume(id) },
     { name: "floor: bare EVALSHA (node-redis)", decide: () => node.evalSha(floorSha, { keys: [], arguments: [] }) },
