@@ -6,19 +6,34 @@
  * client, measures per-decision latency (mean, p99) and decisions/s at concurrency 1 and 64:
  *  - the floor: a bare `EVALSHA` of a script that returns 1, through the same client (the cost
  *    of one round trip, which no one-script-per-decision store can beat);
+ *  - (ioredis) the floor with Floodgate's call shape: one key, three ARGV, a script that only
+ *    returns a five-integer array like Floodgate's result: what the call and reply cost before
+ *    any limiter work;
  *  - Floodgate's store (sliding window, limit 1e8 per hour: every decision admits; 1,000
  *    identifiers in a cycle; deny cache on, as by default, though it never hits here);
  *  - rate-limiter-flexible `RateLimiterRedis` (ioredis only; same kind of load).
  * Concurrency c = c loops each awaiting one decision at a time. Each figure is the median of
  * `--rounds` rounds, subjects interleaved within a round. Redis commands per decision come from
  * `INFO commandstats` (reset before each subject), commands inside scripts listed separately.
+ * CPU per decision at c=64 (Linux): this process's CPU time (the client; for Upstash also the
+ * bridge, which runs in this process) and redis-server's (from /proc), both far steadier than
+ * decisions/s on a shared machine.
+ *
+ * `--instructions` (needs valgrind) measures instead what no other load can disturb: machine
+ * instructions inside Redis per script call (callgrind, counting only inside evalShaCommand),
+ * for the floor, each Floodgate script and rate-limiter-flexible, on a redis-server started
+ * under valgrind here (and killed by its pid).
  */
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createClient } from "redis";
-import { createRateLimiter, redisStore, slidingWindow, upstashStore } from "../packages/core/src/index.ts";
-import { startRedis } from "../test/support/redis-server.ts";
+import { createRateLimiter, fixedWindow, redisStore, slidingLog, slidingWindow, tokenBucket, upstashStore } from "../packages/core/src/index.ts";
+import { freePort, startRedis } from "../test/support/redis-server.ts";
 import { startUpstashBridge } from "../test/support/upstash-bridge.ts";
 
 const arg = (name: string, fallback: number): number => {
@@ -29,6 +44,7 @@ const DECISIONS = arg("decisions", 20_000);
 const ROUNDS = arg("rounds", 3);
 const IDS = Array.from({ length: 1000 }, (_, i) => `user:${i}`);
 const FLOOR = "return 1";
+const SHAPE = "return {1, 1, 99999999, 1700003600000, 0}";
 
 interface Subject {
   name: string;
@@ -41,7 +57,29 @@ interface Figures {
   perSecond: number;
   meanUs: number;
   p99Us: number;
+  /** CPU µs per decision: this process, and redis-server (NaN where /proc is missing). */
+  clientCpuUs: number;
+  redisCpuUs: number;
 }
+
+/** CPU time (µs) a process has used so far, from /proc/<pid>/stat; NaN without /proc. */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" })) || 100;
+  } catch {
+    return 100;
+  }
+})();
+function processCpuUs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+
+let redisPid = 0;
 
 async function measure(subject: Subject, concurrency: number, decisions: number): Promise<Figures> {
   const latencies = new Float64Array(decisions);
@@ -54,9 +92,13 @@ async function measure(subject: Subject, concurrency: number, decisions: number)
       latencies[i] = performance.now() - t0;
     }
   };
+  const cpu0 = process.cpuUsage();
+  const redisCpu0 = processCpuUs(redisPid);
   const start = performance.now();
   await Promise.all(Array.from({ length: concurrency }, loop));
   const elapsed = performance.now() - start;
+  const cpu = process.cpuUsage(cpu0);
+  const redisCpu = processCpuUs(redisPid) - redisCpu0;
   const sorted = latencies.slice().sort();
   let sum = 0;
   for (const l of latencies) sum += l;
@@ -64,6 +106,8 @@ async function measure(subject: Subject, concurrency: number, decisions: number)
     perSecond: (decisions / elapsed) * 1000,
     meanUs: (sum / decisions) * 1000,
     p99Us: sorted[Math.floor(decisions * 0.99)]! * 1000,
+    clientCpuUs: (cpu.user + cpu.system) / decisions,
+    redisCpuUs: redisCpu / decisions,
   };
 }
 
@@ -71,6 +115,7 @@ const median = (xs: number[]): number => xs.slice().sort((a, b) => a - b)[Math.f
 
 async function main(): Promise<void> {
   const redis = await startRedis();
+  redisPid = redis.pid;
   const bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port } });
   const io = new IORedis(redis.port, redis.host);
   const admin = new IORedis(redis.port, redis.host);
@@ -78,6 +123,7 @@ async function main(): Promise<void> {
   await node.connect();
   const upstash = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
   const floorSha = (await admin.script("LOAD", FLOOR)) as string;
+  const shapeSha = (await admin.script("LOAD", SHAPE)) as string;
   const policy = slidingWindow({ limit: 100_000_000, window: "1h" });
   const fgIo = createRateLimiter({ policy, store: redisStore({ client: io }), prefix: "b1:" });
   const fgNode = createRateLimiter({ policy, store: redisStore({ client: node }), prefix: "b2:" });
@@ -86,6 +132,7 @@ async function main(): Promise<void> {
 
   const subjects: Subject[] = [
     { name: "floor: bare EVALSHA (ioredis)", decide: () => io.evalsha(floorSha, 0) },
+    { name: "floor with Floodgate's call and reply shape (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => io.evalsha(shapeSha, 1, `b0:{${id}}`, "1", "100000000", "3600000") },
     { name: "floodgate redisStore (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => fgIo.limit(id) },
     { name: "rate-limiter-flexible RateLimiterRedis (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => rlf.consume(id) },
     { name: "floor: bare EVALSHA (node-redis)", decide: () => node.evalSha(floorSha, { keys: [], arguments: [] }) },
@@ -124,13 +171,14 @@ async function main(): Promise<void> {
 
   const summary = (name: string, c: number): Figures => {
     const runs = results.get(name)![c]!;
-    return { perSecond: median(runs.map((r) => r.perSecond)), meanUs: median(runs.map((r) => r.meanUs)), p99Us: median(runs.map((r) => r.p99Us)) };
+    const of = (field: keyof Figures): number => median(runs.map((r) => r[field]));
+    return { perSecond: of("perSecond"), meanUs: of("meanUs"), p99Us: of("p99Us"), clientCpuUs: of("clientCpuUs"), redisCpuUs: of("redisCpuUs") };
   };
   const lines = [
     `Redis ${((await admin.info("server")) as string).match(/redis_version:(\S+)/)?.[1]}, Node ${process.version}, ${DECISIONS} decisions at c=64 (${Math.ceil(DECISIONS / 4)} at c=1), median of ${ROUNDS} rounds`,
     "",
-    "| subject | c=1 decisions/s | c=1 mean µs | c=1 p99 µs | c=1 vs floor | c=64 decisions/s | c=64 mean µs | c=64 p99 µs | c=64 vs floor | Redis commands per decision |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| subject | c=1 decisions/s | c=1 mean µs | c=1 p99 µs | c=1 vs floor | c=64 decisions/s | c=64 mean µs | c=64 p99 µs | c=64 vs floor | c=64 CPU µs per decision: client / Redis | Redis commands per decision |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const s of subjects) {
     const cells = [1, 64].flatMap((c) => {
@@ -138,6 +186,8 @@ async function main(): Promise<void> {
       const ratio = s.floor ? (f.perSecond / summary(s.floor, c).perSecond).toFixed(2) : "1";
       return [Math.round(f.perSecond), Math.round(f.meanUs), Math.round(f.p99Us), ratio];
     });
+    const f64 = summary(s.name, 64);
+    cells.push(`${f64.clientCpuUs.toFixed(1)} / ${f64.redisCpuUs.toFixed(1)}`);
     lines.push(`| ${s.name} | ${cells.join(" | ")} | ${commands.get(s.name)} |`);
   }
   console.log(lines.join("\n"));
@@ -149,4 +199,73 @@ async function main(): Promise<void> {
   await redis.stop();
 }
 
-await main();
+/**
+ * Instructions inside Redis per script call: a redis-server under callgrind counting only inside
+ * evalShaCommand; per subject, 1,000 warm-up decisions (keys exist, as in steady state), then the
+ * counters are zeroed, `n` decisions run, and the dump's total is divided by `n`.
+ */
+async function instructions(n = 2000): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "floodgate-bench-cg-"));
+  const port = await freePort();
+  const child = spawn(
+    "valgrind",
+    ["--tool=callgrind", "--toggle-collect=evalShaCommand", `--callgrind-out-file=${path.join(dir, "cg.%p")}`,
+      "redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    { stdio: "ignore" },
+  );
+  const pid = child.pid!;
+  const killChild = (): void => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(pid, "SIGKILL");
+  };
+  process.once("exit", killChild);
+  const client = new IORedis(port, "127.0.0.1", { retryStrategy: () => 200, maxRetriesPerRequest: null });
+  client.on("error", () => undefined);
+  try {
+    await new Promise((resolve) => client.once("ready", resolve));
+    const floorSha = (await client.script("LOAD", FLOOR)) as string;
+    const hour = { window: "1h" } as const;
+    const store = redisStore({ client });
+    const limiter = (policy: Parameters<typeof createRateLimiter>[0]["policy"], prefix: string) => createRateLimiter({ policy, store, prefix });
+    const subjects: [string, (id: string) => Promise<unknown>][] = [
+      ["floor: bare EVALSHA of return 1", () => client.evalsha(floorSha, 0)],
+      ["floodgate sliding window", ((l) => (id: string) => l.limit(id))(limiter(slidingWindow({ limit: 100_000_000, ...hour }), "i1:"))],
+      ["floodgate token bucket", ((l) => (id: string) => l.limit(id))(limiter(tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 }), "i2:"))],
+      ["floodgate fixed window", ((l) => (id: string) => l.limit(id))(limiter(fixedWindow({ limit: 100_000_000, ...hour }), "i3:"))],
+      ["floodgate sliding log", ((l) => (id: string) => l.limit(id))(limiter(slidingLog({ limit: 100_000, ...hour }), "i4:"))],
+      ["floodgate token bucket + sliding window (multi)", ((l) => (id: string) => l.limit(id))(limiter([tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "a" }), slidingWindow({ limit: 100_000_000, ...hour, name: "b" })], "i5:"))],
+      ["rate-limiter-flexible RateLimiterRedis", ((l) => (id: string) => l.consume(id))(new RateLimiterRedis({ storeClient: client, points: 100_000_000, duration: 3600, keyPrefix: "i6" }))],
+    ];
+    const rows = ["| script | instructions per call in Redis |", "|---|---|"];
+    for (const [name, decide] of subjects) {
+      for (let i = 0; i < 1000; i++) await decide(IDS[i % IDS.length]!);
+      execFileSync("callgrind_control", ["-z", String(pid)], { stdio: "ignore" });
+      for (let i = 0; i < n; i++) await decide(IDS[i % IDS.length]!);
+      const label = `subject${rows.length}`;
+      execFileSync("callgrind_control", ["-d", label, String(pid)], { stdio: "ignore" });
+      const dump = readdirSync(dir).map((f) => readFileSync(path.join(dir, f), "utf8")).find((t) => t.includes(`\ndesc: Trigger: dump ${label}\n`));
+      const total = Number(dump?.match(/^summary: (\d+)$/m)?.[1]);
+      rows.push(`| ${name} | ${Math.round(total / n)} |`);
+    }
+    console.log(`Redis ${((await client.info("server")) as string).match(/redis_version:(\S+)/)?.[1]} under callgrind, ${n} decisions per subject after 1,000 warm-up decisions\n\n${rows.join("\n")}`);
+  } finally {
+    client.disconnect();
+    killChild();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv.includes("--instructions")) {
+  if (!existsSync("/proc") || spawnFails("valgrind")) throw new Error("--instructions needs valgrind (and callgrind_control) on PATH");
+  await instructions(arg("decisions", 2000));
+} else {
+  await main();
+}
+
+function spawnFails(command: string): boolean {
+  try {
+    execFileSync(command, ["--version"], { stdio: "ignore" });
+    return false;
+  } catch {
+    return true;
+  }
+}

@@ -4,233 +4,205 @@ import type { PolicyKind } from "../policies.ts";
  * The Redis side of the four algorithms: Lua that mirrors algorithms.ts operation for operation
  * (same integer µs, same expressions in the same order, so doubles round identically) and
  * returns the same flat result. Runs on vanilla Redis 7 and Valkey: no shebang flags, only
- * GET/SET (PX, KEEPTTL)/INCRBY/EXISTS/LINDEX/LLEN/LPOP/RPUSH/LTRIM/PEXPIRE/DEL/TIME.
+ * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/PEXPIRE/DEL/TIME.
  *
- * Calling convention of every script:
- *   KEYS[p]   the key of policy p (`prefix{identifier}:p-1`)
- *   ARGV[1]   "0" consume, "1" peek (cost 1, charges nothing), "2" refund
- *   ARGV[2]   cost
- *   ARGV[3]   now in integer µs, or "" to read the server's clock (TIME)
- *   per policy p, from ARGV[4 + (p - 1) * 3]: kind letter, limit, parameter
- *     (token bucket: µs per token; window kinds: window in ms)
+ * Calling convention of every script (every argument costs Redis about 1,000 instructions, so
+ * there are few):
+ *   KEYS[p]   the key of policy p (`prefix{identifier}`, then `:1`, `:2`...)
+ *   ARGV[1]   the cost to consume; "0" to peek (cost 1, charges nothing); minus the cost to refund
+ *   single-policy scripts: ARGV[2] limit, ARGV[3] parameter
+ *   multi-policy script: per policy p, from ARGV[p * 3 - 1]: kind letter, limit, parameter
+ *   (parameter: token bucket µs per token; window kinds window in ms)
+ *   last, optional: now in integer µs; absent, the script reads the server's clock (TIME)
  * Result: `{allowed, per policy: allowed, remaining, resetAt ms, retryAfterMs}`, every value an
  * integer (Redis truncates Lua numbers); refunds return 0.
  *
  * State, one key per policy, each with a TTL of exactly the time its state still matters:
- *   token bucket   integer string: the theoretical arrival time (µs)
- *   fixed window   integer string: count * 2^20 + (window index mod 2^20)
+ *   token bucket   integer: the theoretical arrival time (µs)
+ *   fixed window   integer: count * 2^20 + (window index mod 2^20)
  *   sliding window string "index:current:previous"
  *   sliding log    list of µs timestamps, oldest first
+ *
+ * Speed (every decision runs the whole script): no function is defined per call — each kind is a
+ * fragment of straight-line code, pasted into its single-policy script and into the branches of
+ * the multi-policy loop. Fragments share the names k (key), L (limit), P (parameter), cost, now,
+ * out and i (this policy's offset in out); eval sets ok and hands commit its state in a..e.
+ * ARGV strings become numbers by arithmetic coercion (x + 0: cheaper than a tonumber call).
+ * Numbers go to redis.call as strings, written with fmt("%d") (exact up to 2^63): a number
+ * argument would cost more (Redis 7.0 prints it with %.17g) and is not exact everywhere (Redis
+ * 7.2.0-7.2.4 print 100000000 as 1e+08; Lua's own tostring rounds past 14 digits). A GET or
+ * LINDEX through redis.pcall turns a key of another type (state of another kind of policy,
+ * after a limiter was reconfigured under the same prefix) into a table, which reads as absent
+ * and is overwritten.
  */
 
-const PRELUDE = `
-local op = ARGV[1]
-local cost = tonumber(ARGV[2])
-local now
-if ARGV[3] == "" then
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+/** Reads cost (refund: whether to refund it; charge: whether to consume it) and now (µs). */
+const prelude = (nowAt: string): string => `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
+local cost, now = ARGV[1] + 0, ARGV[${nowAt}]
+local refund, charge = cost < 0, cost > 0
+if refund then cost = -cost elseif not charge then cost = 1 end
+if now then
+  now = now + 0
 else
-  now = tonumber(ARGV[3])
+  local t = redis.call("TIME")
+  now = t[1] * 1000000 + t[2]
 end
-local function fmt(n) return string.format("%.0f", n) end
--- A key of another type (state of another kind of policy, after a limiter was reconfigured
--- under the same prefix) reads as absent and is overwritten: start afresh, never fail.
-local function get(k)
-  local v = redis.pcall("GET", k)
-  if type(v) == "table" then return false end
-  return v
-end
-local function ttl(us)
-  local ms = math.ceil(us / 1000)
-  if ms < 1 then ms = 1 end
-  return fmt(ms)
-end
+local ok, a, b, c, d, e
 `;
 
-/** Token bucket (GCRA). Parameter: µs per token. State carried from eval to commit: tat. */
-const TOKEN_BUCKET = `
-local function t_eval(k, limit, interval, cost, out, i)
-  local tau = limit * interval
-  local tat = math.max(tonumber(get(k)) or 0, now)
-  local nxt = tat + cost * interval
-  local fits = cost <= limit and nxt - now <= tau
-  out[i] = fits and 1 or 0
-  out[i + 1] = math.max(0, math.floor((tau - (tat - now)) / interval))
-  out[i + 2] = math.ceil(tat / 1000)
-  if fits then out[i + 3] = 0 elseif cost > limit then out[i + 3] = -1 else out[i + 3] = math.ceil((nxt - tau - now) / 1000) end
-  return fits, tat
+/** The three fragments of a kind: decide (sets ok, a..e), commit (reads a..e), refund. */
+interface Fragments {
+  readonly eval: string;
+  readonly commit: string;
+  readonly refund: string;
+}
+
+/** Token bucket (GCRA). Parameter: µs per token. Carried from eval to commit: a = new tat. */
+const TOKEN_BUCKET: Fragments = {
+  eval: `local tat = tonumber(redis.pcall("GET", k)) or 0
+if tat < now then tat = now end
+local tau, nxt = L * P, tat + cost * P
+ok = cost <= L and nxt - now <= tau
+out[i], out[i + 1], out[i + 2] = ok and 1 or 0, max(0, floor((tau - (tat - now)) / P)), ceil(tat / 1000)
+if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] = ceil((nxt - tau - now) / 1000) end
+a = nxt
+`,
+  commit: `redis.call("SET", k, fmt("%d", a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
+out[i + 1], out[i + 2] = floor((L * P - (a - now)) / P), ceil(a / 1000)
+`,
+  refund: `local tat = tonumber(redis.pcall("GET", k))
+if tat and tat > now then
+  tat = max(now, tat - cost * P)
+  redis.call("SET", k, fmt("%d", tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
 end
-local function t_commit(k, limit, interval, cost, out, i, tat)
-  local nxt = tat + cost * interval
-  redis.call("SET", k, fmt(nxt), "PX", ttl(nxt - now))
-  out[i + 1] = math.floor((limit * interval - (nxt - now)) / interval)
-  out[i + 2] = math.ceil(nxt / 1000)
-end
-local function t_refund(k, limit, interval, cost)
-  local tat = tonumber(get(k))
-  if tat and tat > now then
-    tat = math.max(now, tat - cost * interval)
-    redis.call("SET", k, fmt(tat), "PX", ttl(tat - now))
-  end
-end
-`;
+`,
+};
 
 /**
  * Fixed window. Parameter: window ms. The stored window index is kept modulo 2^20 beside the
  * count in one integer (Redis int-encodes it); indexes compare by modular difference, so a
- * clock stepping back stays in the stored window, as in algorithms.ts.
+ * clock stepping back stays in the stored window, as in algorithms.ts. Read: index, count, and
+ * c = whether the stored state is that window's.
  */
-const FIXED_WINDOW = `
-local FW_MOD = 1048576
-local function f_read(k, size)
-  local cur = math.floor(now / size)
-  local v = tonumber(get(k))
-  if not v then return cur, 0, false end
-  local count = math.floor(v / FW_MOD)
-  local d = (cur - v) % FW_MOD
-  if d == 0 then return cur, count, true end
-  if d < FW_MOD / 2 then return cur, 0, false end
-  return cur + (FW_MOD - d), count, true
-end
-local function f_eval(k, limit, w, cost, out, i)
-  local size = w * 1000
-  local index, count, stored = f_read(k, size)
-  local fits = count + cost <= limit
-  local wend = (index + 1) * size
-  out[i] = fits and 1 or 0
-  out[i + 1] = limit - count
-  out[i + 2] = math.ceil(wend / 1000)
-  if fits then out[i + 3] = 0 elseif cost > limit then out[i + 3] = -1 else out[i + 3] = math.ceil((wend - now) / 1000) end
-  return fits, index, count, stored
-end
-local function f_commit(k, limit, w, cost, out, i, index, count, stored)
-  count = count + cost
-  if stored then
-    -- Same window: the key already expires when it ends.
-    redis.call("INCRBY", k, fmt(cost * FW_MOD))
-  else
-    redis.call("SET", k, fmt(count * FW_MOD + index % FW_MOD), "PX", ttl((index + 1) * w * 1000 - now))
+const FW_READ = `local size, v = P * 1000, tonumber(redis.pcall("GET", k))
+local index, count = floor(now / size), 0
+c = false
+if v then
+  local dd = (index - v) % 1048576
+  if dd == 0 or dd >= 524288 then
+    count, c = floor(v / 1048576), true
+    if dd ~= 0 then index = index + (1048576 - dd) end
   end
-  out[i + 1] = limit - count
-end
-local function f_refund(k, limit, w, cost)
-  local size = w * 1000
-  local cur = math.floor(now / size)
-  local v = tonumber(get(k))
-  if not v then return end
-  local d = (cur - v) % FW_MOD
-  if d ~= 0 and d < FW_MOD / 2 then return end
-  local index = cur
-  if d ~= 0 then index = cur + (FW_MOD - d) end
-  local count = math.max(0, math.floor(v / FW_MOD) - cost)
-  redis.call("SET", k, fmt(count * FW_MOD + index % FW_MOD), "PX", ttl((index + 1) * size - now))
 end
 `;
+const FIXED_WINDOW: Fragments = /* @__PURE__ */ (() => ({
+  eval: `${FW_READ}local wend = (index + 1) * size
+ok = count + cost <= L
+out[i], out[i + 1], out[i + 2] = ok and 1 or 0, L - count, ceil(wend / 1000)
+if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] = ceil((wend - now) / 1000) end
+a, b = index, count
+`,
+  // Same window: the key already expires when it ends.
+  commit: `b = b + cost
+if c then redis.call("INCRBY", k, cost == 1 and "1048576" or fmt("%d", cost * 1048576))
+else redis.call("SET", k, fmt("%d", b * 1048576 + a % 1048576), "PX", fmt("%d", max(1, ceil(((a + 1) * P * 1000 - now) / 1000)))) end
+out[i + 1] = L - b
+`,
+  refund: `${FW_READ}if c then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
+`,
+}))(); // pure: fragments built from a shared part; bundles without Redis drop them
 
-/** Sliding-window counter. Parameter: window ms. */
-const SLIDING_WINDOW = `
-local function s_read(k, w)
-  local index = math.floor(now / (w * 1000))
-  local v = get(k)
-  if not v then return index, 0, 0, false end
+/**
+ * Sliding-window counter. Parameter: window ms. Read: index, cur, prev, v (the raw GET: false
+ * when absent) and d = whether the stored state is that window's.
+ */
+const SW_READ = `local index, cur, prev, v = floor(now / (P * 1000)), 0, 0, redis.pcall("GET", k)
+d = false
+if type(v) == "string" then
   local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$")
-  si = tonumber(si)
-  if not si then return index, 0, 0, false end
-  if si > index then index = si end
-  if si == index then return index, tonumber(sc), tonumber(sp), true end
-  if si == index - 1 then return index, 0, tonumber(sc), false end
-  return index, 0, 0, false
-end
-local function s_retry(limit, w, start, cur, prev, cost)
-  local at
-  if cur + cost <= limit then
-    local e = math.max(0, math.ceil(w - ((limit - cur - cost) * w) / prev))
-    while prev * (w - e) + (cur + cost) * w > limit * w do e = e + 1 end
-    at = start + e
-  else
-    local e = math.max(0, math.ceil(w - ((limit - cost) * w) / cur))
-    while cur * (w - e) + cost * w > limit * w do e = e + 1 end
-    at = start + w + e
+  if si then
+    si = si + 0
+    if si > index then index = si end
+    if si == index then cur, prev, d = sc + 0, sp + 0, true
+    elseif si == index - 1 then prev = sc + 0 end
   end
-  return math.max(1, math.ceil(at - now / 1000))
-end
-local function s_eval(k, limit, w, cost, out, i)
-  local index, cur, prev, same = s_read(k, w)
-  local start = index * w
-  local elapsed = math.max(0, math.floor((now - start * 1000) / 1000))
-  local budget = limit * w - prev * (w - elapsed)
-  local fits = (cur + cost) * w <= budget
-  out[i] = fits and 1 or 0
-  out[i + 1] = math.max(0, math.floor((budget - cur * w) / w))
-  if cur > 0 then out[i + 2] = start + 2 * w elseif prev > 0 then out[i + 2] = start + w else out[i + 2] = math.ceil(now / 1000) end
-  if fits then out[i + 3] = 0 elseif cost > limit then out[i + 3] = -1 else out[i + 3] = s_retry(limit, w, start, cur, prev, cost) end
-  return fits, index, cur, prev, same
-end
-local function s_commit(k, limit, w, cost, out, i, index, cur, prev, same)
-  local start = index * w
-  local elapsed = math.max(0, math.floor((now - start * 1000) / 1000))
-  local v = fmt(index) .. ":" .. fmt(cur + cost) .. ":" .. fmt(prev)
-  if same then
-    -- Same window: the key already expires when both counted windows have passed.
-    redis.call("SET", k, v, "KEEPTTL")
-  else
-    redis.call("SET", k, v, "PX", ttl((start + 2 * w) * 1000 - now))
-  end
-  out[i + 1] = math.max(0, math.floor((limit * w - prev * (w - elapsed) - (cur + cost) * w) / w))
-  out[i + 2] = start + 2 * w
-end
-local function s_refund(k, limit, w, cost)
-  if redis.call("EXISTS", k) == 0 then return end
-  local index, cur, prev = s_read(k, w)
-  local fromCurrent = math.min(cur, cost)
-  redis.call("SET", k, fmt(index) .. ":" .. fmt(cur - fromCurrent) .. ":" .. fmt(math.max(0, prev - (cost - fromCurrent))), "PX", ttl((index + 2) * w * 1000 - now))
 end
 `;
-
-/** Sliding log. Parameter: window ms. State carried from eval to commit: at, count. */
-const SLIDING_LOG = `
-local function l_eval(k, limit, w, cost, out, i)
-  local size = w * 1000
-  local last = redis.pcall("LINDEX", k, -1)
-  if type(last) == "table" then
-    -- Not a list: state of another kind of policy under this prefix. Start afresh.
-    redis.call("DEL", k)
-    last = nil
+const SLIDING_WINDOW: Fragments = /* @__PURE__ */ (() => ({
+  eval: `${SW_READ}local start = index * P
+local elapsed = floor((now - start * 1000) / 1000)
+if elapsed < 0 then elapsed = 0 end
+local budget = L * P - prev * (P - elapsed)
+ok = (cur + cost) * P <= budget
+out[i], out[i + 1] = ok and 1 or 0, max(0, floor((budget - cur * P) / P))
+if cur > 0 then out[i + 2] = start + 2 * P elseif prev > 0 then out[i + 2] = start + P else out[i + 2] = ceil(now / 1000) end
+if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else
+  local at, x
+  if cur + cost <= L then
+    x = max(0, ceil(P - ((L - cur - cost) * P) / prev))
+    while prev * (P - x) + (cur + cost) * P > L * P do x = x + 1 end
+    at = start + x
   else
-    last = tonumber(last)
+    x = max(0, ceil(P - ((L - cost) * P) / cur))
+    while cur * (P - x) + cost * P > L * P do x = x + 1 end
+    at = start + P + x
   end
-  local at = now
-  if last then at = math.max(now, last) end
-  local cutoff = at - size
-  local count = 0
-  if last then
-    if last <= cutoff then
-      redis.call("DEL", k)
-    else
-      local first = tonumber(redis.call("LINDEX", k, 0))
-      while first <= cutoff do
-        redis.call("LPOP", k)
-        first = tonumber(redis.call("LINDEX", k, 0))
-      end
-      count = redis.call("LLEN", k)
-    end
-  end
-  local fits = count + cost <= limit
-  out[i] = fits and 1 or 0
-  out[i + 1] = limit - count
-  if count > 0 then out[i + 2] = math.ceil((last + size) / 1000) else out[i + 2] = math.ceil(now / 1000) end
-  if fits then out[i + 3] = 0 elseif cost > limit then out[i + 3] = -1 else
-    out[i + 3] = math.ceil((tonumber(redis.call("LINDEX", k, count + cost - limit - 1)) + size - now) / 1000)
-  end
-  return fits, at, count
+  out[i + 3] = max(1, ceil(at - now / 1000))
 end
-local function l_commit(k, limit, w, cost, out, i, at, count)
-  local size = w * 1000
-  local v = fmt(at)
-  local batch = {}
+a, b, c, e = index, cur, prev, budget
+`,
+  // Same window: the key already expires when both counted windows have passed.
+  commit: `b = b + cost
+local v = fmt("%d:%d:%d", a, b, c)
+if d then redis.call("SET", k, v, "KEEPTTL")
+else redis.call("SET", k, v, "PX", fmt("%d", max(1, ceil(((a * P + 2 * P) * 1000 - now) / 1000)))) end
+out[i + 1], out[i + 2] = max(0, floor((e - b * P) / P)), a * P + 2 * P
+`,
+  refund: `${SW_READ}if v then
+  local f = math.min(cur, cost)
+  redis.call("SET", k, fmt("%d:%d:%d", index, cur - f, max(0, prev - (cost - f))), "PX", fmt("%d", max(1, ceil(((index + 2) * P * 1000 - now) / 1000))))
+end
+`,
+}))(); // pure: fragments built from a shared part; bundles without Redis drop them
+
+/** Sliding log. Parameter: window ms. Carried from eval to commit: a = at, b = count. */
+const SLIDING_LOG: Fragments = {
+  eval: `local size, last = P * 1000, redis.pcall("LINDEX", k, "-1")
+if type(last) == "table" then
+  redis.call("DEL", k)
+  last = nil
+else
+  last = tonumber(last)
+end
+local at, count = now, 0
+if last then
+  if last > now then at = last end
+  local cutoff = at - size
+  if last <= cutoff then
+    redis.call("DEL", k)
+  else
+    local first = tonumber(redis.call("LINDEX", k, "0"))
+    while first <= cutoff do
+      redis.call("LPOP", k)
+      first = tonumber(redis.call("LINDEX", k, "0"))
+    end
+    count = redis.call("LLEN", k)
+  end
+end
+ok = count + cost <= L
+out[i], out[i + 1] = ok and 1 or 0, L - count
+if count > 0 then out[i + 2] = ceil((last + size) / 1000) else out[i + 2] = ceil(now / 1000) end
+if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else
+  out[i + 3] = ceil((tonumber(redis.call("LINDEX", k, fmt("%d", count + cost - L - 1))) + size - now) / 1000)
+end
+a, b = at, count
+`,
+  commit: `local v = fmt("%d", a)
+if cost == 1 then
+  redis.call("RPUSH", k, v)
+else
+  local batch, left = {}, cost
   for n = 1, math.min(cost, 512) do batch[n] = v end
-  local left = cost
   while left > 0 do
     if left < #batch then
       for n = left + 1, #batch do batch[n] = nil end
@@ -238,20 +210,22 @@ local function l_commit(k, limit, w, cost, out, i, at, count)
     redis.call("RPUSH", k, unpack(batch))
     left = left - #batch
   end
-  redis.call("PEXPIRE", k, ttl(at + size - now))
-  out[i + 1] = limit - (count + cost)
-  out[i + 2] = math.ceil((at + size) / 1000)
 end
-local function l_refund(k, limit, w, cost)
-  local n = redis.pcall("LLEN", k)
-  if type(n) ~= "number" or n == 0 then return end
-  if cost >= n then redis.call("DEL", k) return end
-  redis.call("LTRIM", k, 0, n - cost - 1)
-  local last = tonumber(redis.call("LINDEX", k, -1))
-  local e = last + w * 1000 - now
-  if e <= 0 then redis.call("DEL", k) else redis.call("PEXPIRE", k, ttl(e)) end
+redis.call("PEXPIRE", k, fmt("%d", max(1, ceil((a + P * 1000 - now) / 1000))))
+out[i + 1], out[i + 2] = L - (b + cost), ceil((a + P * 1000) / 1000)
+`,
+  refund: `local n = redis.pcall("LLEN", k)
+if type(n) == "number" and n > 0 then
+  if cost >= n then
+    redis.call("DEL", k)
+  else
+    redis.call("LTRIM", k, "0", fmt("%d", n - cost - 1))
+    local x = tonumber(redis.call("LINDEX", k, "-1")) + P * 1000 - now
+    if x <= 0 then redis.call("DEL", k) else redis.call("PEXPIRE", k, fmt("%d", max(1, ceil(x / 1000)))) end
+  end
 end
-`;
+`,
+};
 
 /** One letter per kind: the multi-policy script dispatches on it. */
 export const KIND_CODE: Readonly<Record<PolicyKind, string>> = {
@@ -261,7 +235,7 @@ export const KIND_CODE: Readonly<Record<PolicyKind, string>> = {
   "sliding-log": "l",
 };
 
-const FRAGMENT: Readonly<Record<PolicyKind, string>> = {
+const FRAGMENTS: Readonly<Record<PolicyKind, Fragments>> = {
   "token-bucket": TOKEN_BUCKET,
   "fixed-window": FIXED_WINDOW,
   "sliding-window": SLIDING_WINDOW,
@@ -269,49 +243,45 @@ const FRAGMENT: Readonly<Record<PolicyKind, string>> = {
 };
 
 function singleScript(kind: PolicyKind): string {
-  const c = KIND_CODE[kind];
-  return `${PRELUDE}${FRAGMENT[kind]}
-local k = KEYS[1]
-local limit = tonumber(ARGV[5])
-local param = tonumber(ARGV[6])
-if op == "2" then ${c}_refund(k, limit, param, cost) return 0 end
-local out = {0, 0, 0, 0, 0}
-local fits, a, b, c, d = ${c}_eval(k, limit, param, cost, out, 2)
-if fits then
-  out[1] = 1
-  if op == "0" then ${c}_commit(k, limit, param, cost, out, 2, a, b, c, d) end
+  const f = FRAGMENTS[kind];
+  return `${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
+if refund then
+${f.refund}return 0
+end
+local out, i = {0, 0, 0, 0, 0}, 2
+${f.eval}if ok then
+out[1] = 1
+if charge then
+${f.commit}end
 end
 return out
 `;
 }
 
+/** `if kind == "t" then <t's fragment> elseif ... end` over the four kinds. */
+function dispatch(part: keyof Fragments): string {
+  const branches = (Object.keys(KIND_CODE) as PolicyKind[]).map((kind) => `kind == "${KIND_CODE[kind]}" then\n${FRAGMENTS[kind][part]}`);
+  return `if ${branches.join("elseif ")}end\n`;
+}
+
+const POLICY = `local k, i, x, y = KEYS[p], p * 4 - 2, p * 3 - 1, p * 5
+local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
+`;
+
 function multiScript(): string {
-  return `${PRELUDE}${TOKEN_BUCKET}${FIXED_WINDOW}${SLIDING_WINDOW}${SLIDING_LOG}
-local EVAL = { t = t_eval, f = f_eval, s = s_eval, l = l_eval }
-local COMMIT = { t = t_commit, f = f_commit, s = s_commit, l = l_commit }
-local REFUND = { t = t_refund, f = f_refund, s = s_refund, l = l_refund }
-local n = #KEYS
-if op == "2" then
-  for p = 1, n do
-    local j = 4 + (p - 1) * 3
-    REFUND[ARGV[j]](KEYS[p], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cost)
-  end
-  return 0
+  return `${prelude("#KEYS * 3 + 2")}local out, h = {1}, {}
+for p = 1, #KEYS do
+${POLICY}if refund then
+${dispatch("refund")}else
+${dispatch("eval")}if not ok then out[1] = 0 end
+h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
-local out = {1}
-local held = {}
-for p = 1, n do
-  local j = 4 + (p - 1) * 3
-  local fits, a, b, c, d = EVAL[ARGV[j]](KEYS[p], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cost, out, 2 + (p - 1) * 4)
-  if not fits then out[1] = 0 end
-  held[p] = {a, b, c, d}
 end
-if out[1] == 1 and op == "0" then
-  for p = 1, n do
-    local j = 4 + (p - 1) * 3
-    local h = held[p]
-    COMMIT[ARGV[j]](KEYS[p], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cost, out, 2 + (p - 1) * 4, h[1], h[2], h[3], h[4])
-  end
+if refund then return 0 end
+if out[1] == 1 and charge then
+for p = 1, #KEYS do
+${POLICY}a, b, c, d, e = h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4]
+${dispatch("commit")}end
 end
 return out
 `;
@@ -328,11 +298,11 @@ export interface LuaScript {
  * from the sources (and prints the new values when a script changes).
  */
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
-  "token-bucket": "9dcf3d41f96b97d723289a1b215f24d1c5004d85",
-  "fixed-window": "8f10f906ab188ae839a655dd20e5d473a756866d",
-  "sliding-window": "2d542e812fc82447fe6cdb6ddad5c57c1777296d",
-  "sliding-log": "d938b5b72eb87c2b086a941060f6ebba3466f8e6",
-  multi: "2bafed39a36d30e2db5b801a539458dfbbb0a16c",
+  "token-bucket": "780a6807fc52e08ff6a4662d362acb3413f9ba22",
+  "fixed-window": "d0c0877fb2b3f89cf647b1b8778992b75b45306d",
+  "sliding-window": "1111337b1e4e609243a0f0dccb04350b50f57b65",
+  "sliding-log": "78f4b07d6802b1e400ec2f3d35c865fa5351132d",
+  multi: "e2c82b0df92ca30f16cf69299badcabb7fc36243",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;

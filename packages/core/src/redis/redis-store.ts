@@ -53,16 +53,22 @@ export function redisStore(options: RedisStoreOptions): RedisScriptStore {
   const client = o.client;
   let transport: ScriptTransport;
   if (isNodeRedis(client)) {
+    // node-redis copies `arguments` into its command (it never keeps or changes the array).
     const c = client as NodeRedisLike;
     transport = {
-      evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args }),
-      eval: (source, keys, args) => c.eval(source, { keys, arguments: args }),
+      evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args as string[] }),
+      eval: (source, keys, args) => c.eval(source, { keys, arguments: args as string[] }),
       del: (keys) => c.del(keys),
     };
   } else {
     const c = client as IORedisLike;
     transport = {
-      evalsha: (sha, keys, args) => c.evalsha(sha, keys.length, ...keys, ...args),
+      // The usual call (one policy on the server's clock: one key, three ARGV) spelled out: no
+      // spread, no intermediate array.
+      evalsha: (sha, keys, args) =>
+        keys.length === 1 && args.length === 3
+          ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!, args[2]!)
+          : c.evalsha(sha, keys.length, ...keys, ...args),
       eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
       del: (keys) => c.del(...keys),
     };

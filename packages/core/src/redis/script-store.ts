@@ -32,10 +32,13 @@ export interface RedisScriptStore extends RateLimitStore {
   dispose(): void;
 }
 
-/** The three operations a client adapter must provide. */
+/**
+ * The three operations a client adapter must provide. The store may pass the same `args` array
+ * to many calls (it is never changed): adapters hand it on, they do not keep or modify it.
+ */
 export interface ScriptTransport {
-  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
-  eval(source: string, keys: string[], args: string[]): Promise<unknown>;
+  evalsha(sha: string, keys: string[], args: readonly string[]): Promise<unknown>;
+  eval(source: string, keys: string[], args: readonly string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
 }
 
@@ -49,14 +52,22 @@ export const SCRIPT_STORE_OPTIONS: OptionSpecs = {
 /** Fixed-window counts are packed with a 20-bit window index into one exact double. */
 const MAX_FIXED_WINDOW_LIMIT = 2 ** 32;
 
+type Op = "consume" | "peek" | "refund";
+
+/** Everything about a policy set a call needs, computed once per set. */
 interface Prepared {
   readonly id: number;
   readonly script: LuaScript;
-  /** Per policy: kind letter, limit, parameter. */
-  readonly tail: readonly string[];
   readonly count: number;
   readonly limits: readonly number[];
+  /** ARGV after the cost: per policy (kind letter in the multi script,) limit, parameter. */
+  readonly tail: readonly string[];
+  /** The whole ARGV of a consume of cost 1 and of a peek on the server's clock: the same every call. */
+  readonly consume1: readonly string[];
+  readonly peek: readonly string[];
 }
+
+const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
 
 // Chosen once; `@__PURE__` lets bundles without a Redis store drop it.
 const monotonic: () => number = /* @__PURE__ */ (() =>
@@ -70,6 +81,8 @@ function isNoScript(error: unknown): boolean {
 /**
  * The engine both Redis stores share: one atomic script call per decision (EVALSHA, then EVAL
  * only on NOSCRIPT), keys `prefix{identifier}` (`:1`, `:2`... for further policies), an optional deny cache.
+ * A call allocates its keys array and, unless it is a cost-1 consume or a peek on the server's
+ * clock (then ARGV is precomputed per policy set), its ARGV; no closures.
  */
 export class ScriptStore implements RedisScriptStore {
   readonly name: string;
@@ -91,31 +104,26 @@ export class ScriptStore implements RedisScriptStore {
   }
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number): Promise<StoreResult> | StoreResult {
-    const prepared = this.#prepare(set);
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
     const base = baseKey(set.prefix, key);
     const cache = this.#cache;
-    let sentAt = 0;
-    if (cache !== undefined) {
-      sentAt = this.ownsClock ? monotonic() : nowMs;
-      if (cache.size > 0) {
-        const hit = cache.check(base, prepared.id, cost, sentAt);
-        if (hit !== undefined) return hit;
-      }
+    if (cache === undefined) return this.#run(prepared, base, "consume", cost, nowMs, false, 0);
+    const sentAt = this.ownsClock ? monotonic() : nowMs;
+    if (cache.size > 0) {
+      const hit = cache.check(base, prepared.id, cost, sentAt);
+      if (hit !== undefined) return hit;
     }
-    if (cache === undefined) return this.#run(prepared, base, "0", cost, nowMs, undefined);
-    return this.#run(prepared, base, "0", cost, nowMs, (r) => {
-      if (r[0] === 0) cache.remember(base, prepared.id, cost, sentAt, r, prepared.limits);
-    });
+    return this.#run(prepared, base, "consume", cost, nowMs, true, sentAt);
   }
 
   peek(set: PolicySet, key: string, nowMs: number): Promise<StoreResult> {
-    return this.#run(this.#prepare(set), baseKey(set.prefix, key), "1", 1, nowMs, undefined);
+    return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, false, 0);
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number): Promise<void> {
     const base = baseKey(set.prefix, key);
     this.#cache?.forget(base);
-    await this.#run(this.#prepare(set), base, "2", cost, nowMs, undefined);
+    await this.#run(this.#prepared.get(set) ?? this.#prepare(set), base, "refund", cost, nowMs, false, 0);
   }
 
   async reset(set: PolicySet, key: string): Promise<void> {
@@ -133,42 +141,44 @@ export class ScriptStore implements RedisScriptStore {
     this.#cache?.clear();
   }
 
-  #run(prepared: Prepared, base: string, op: string, cost: number, nowMs: number, onResult: ((r: StoreResult) => void) | undefined): Promise<StoreResult> {
+  /**
+   * One script call. An async function on purpose: it awaits the client's promise once, exactly
+   * the hop a `.then` would take, and keeps its per-call state without allocating closures.
+   * `remember`: a consume with the deny cache on, sent at `sentAt` (the cache's clock).
+   */
+  async #run(prepared: Prepared, base: string, op: Op, cost: number, nowMs: number, remember: boolean, sentAt: number): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
-    const args = [op, String(cost), this.ownsClock ? "" : String(toMicros(nowMs)), ...prepared.tail];
-    const script = prepared.script;
-    const transport = this.#transport;
-    const name = this.name;
-    const what = op === "0" ? "consume" : op === "1" ? "peek" : "refund";
-    const accept = (reply: unknown): StoreResult => {
-      const result = checkReply(name, what, reply, op);
-      if (onResult !== undefined) onResult(result);
-      return result;
-    };
-    let first: Promise<unknown>;
-    try {
-      first = transport.evalsha(script.sha, keys, args);
-    } catch (error) {
-      return Promise.reject(storeError(name, what, error));
+    let args: readonly string[];
+    if (this.ownsClock && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
+    else {
+      const list = [op === "consume" ? String(cost) : op === "peek" ? "0" : String(-cost), ...prepared.tail];
+      if (!this.ownsClock) list.push(String(toMicros(nowMs)));
+      args = list;
     }
-    return first.then(
-      accept,
-      (error: unknown) => {
-        if (!isNoScript(error)) throw storeError(name, what, error);
-        return transport.eval(script.source, keys, args).then(
-          accept,
-          (retryError: unknown) => {
-            throw storeError(name, what, retryError);
-          },
-        );
-      },
-    );
+    const script = prepared.script;
+    let reply: unknown;
+    try {
+      reply = await this.#transport.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw storeError(this.name, op, error);
+      try {
+        reply = await this.#transport.eval(script.source, keys, args);
+      } catch (retryError) {
+        throw storeError(this.name, op, retryError);
+      }
+    }
+    if (op === "refund") return NO_RESULT;
+    if (!Array.isArray(reply)) {
+      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of integers.`);
+    }
+    const result = reply as number[];
+    if (remember && result[0] === 0) this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
+    return result;
   }
 
   #prepare(set: PolicySet): Prepared {
-    let prepared = this.#prepared.get(set);
-    if (prepared !== undefined) return prepared;
     const tail: string[] = [];
+    const multi = set.policies.length > 1;
     for (const p of set.policies) {
       if (p.kind === "fixed-window" && p.limit > MAX_FIXED_WINDOW_LIMIT) {
         throw new FloodgateError(
@@ -176,15 +186,18 @@ export class ScriptStore implements RedisScriptStore {
           `${this.name} store: fixed window "${p.name}" has limit ${p.limit}; Redis stores accept fixed-window limits up to ${MAX_FIXED_WINDOW_LIMIT}.`,
         );
       }
-      tail.push(KIND_CODE[p.kind], String(p.limit), String(p.kind === "token-bucket" ? intervalUs(p) : p.windowMs));
+      if (multi) tail.push(KIND_CODE[p.kind]);
+      tail.push(String(p.limit), String(p.kind === "token-bucket" ? intervalUs(p) : p.windowMs));
     }
     const scripts = luaScripts();
-    prepared = Object.freeze({
+    const prepared: Prepared = Object.freeze({
       id: this.#nextId++,
-      script: set.policies.length === 1 ? scripts[set.policies[0]!.kind] : scripts.multi,
-      tail: Object.freeze(tail),
+      script: multi ? scripts.multi : scripts[set.policies[0]!.kind],
       count: set.policies.length,
       limits: Object.freeze(set.policies.map((p) => p.limit)),
+      tail: Object.freeze(tail),
+      consume1: Object.freeze(["1", ...tail]),
+      peek: Object.freeze(["0", ...tail]),
     });
     this.#prepared.set(set, prepared);
     return prepared;
@@ -209,12 +222,6 @@ function keysOf(base: string, count: number): string[] {
   keys[0] = base;
   for (let p = 1; p < count; p++) keys[p] = `${base}:${p}`;
   return keys;
-}
-
-function checkReply(name: string, what: string, reply: unknown, op: string): StoreResult {
-  if (op === "2") return [];
-  if (Array.isArray(reply)) return reply as number[];
-  throw new FloodgateError("STORE_ERROR", `${name} store: ${what} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of integers.`);
 }
 
 function storeError(name: string, what: string, error: unknown): FloodgateError {

@@ -42,9 +42,10 @@ export function upstashStore(options: UpstashStoreOptions): RedisScriptStore {
     ...SCRIPT_STORE_OPTIONS,
   });
   const redis = o.redis;
+  // @upstash/redis copies `args` into its command (it never keeps or changes the array).
   return new ScriptStore("upstash", {
-    evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
-    eval: (source, keys, args) => redis.eval(source, keys, args),
+    evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args as string[]),
+    eval: (source, keys, args) => redis.eval(source, keys, args as string[]),
     del: (keys) => redis.del(...keys),
   }, o);
 }
