@@ -118,17 +118,30 @@ describe("hono", () => {
 });
 
 describe("hono: headers reach every kind of response", () => {
-  it.each([
-    ["c.text()", (app: Hono) => app.get("/", (c) => c.text("hi"))],
-    ["a raw Response", (app: Hono) => app.get("/", () => new Response("raw", { headers: { "x-own": "1" } }))],
-    ["a Response with immutable headers", (app: Hono) => app.get("/", () => Response.redirect("http://localhost/elsewhere", 302))],
-  ])("%s", async (_name, route) => {
+  const routes: [string, (app: Hono) => unknown][] = [
+    ["c.text()", (app) => app.get("/", (c) => c.text("hi"))],
+    ["a raw Response", (app) => app.get("/", () => new Response("raw", { headers: { "x-own": "1" } }))],
+    ["a Response with immutable headers", (app) => app.get("/", () => Response.redirect("http://localhost/elsewhere", 302))],
+  ];
+  // app.request() goes through Hono's own headers; @hono/node-server through Node's response.
+  const transports: [string, (app: Hono) => Promise<Response>][] = [
+    ["app.request()", async (app) => app.request("/")],
+    ["@hono/node-server", async (app) => {
+      const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
+      servers.push(server);
+      await new Promise<void>((resolve) => (server.listening ? resolve() : server.once("listening", resolve)));
+      return fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { redirect: "manual" });
+    }],
+  ];
+  it.each(routes.flatMap(([name, route]) => transports.map(([via, send]) => [`${name} via ${via}`, route, send] as const)))("%s", async (_name, route, send) => {
     const app = new Hono();
     app.use(honoRateLimit({ policy: fixedWindow({ limit: 5, window: "1m" }), getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
     route(app);
-    const response = await app.request("/");
+    const response = await send(app);
     expect(response.headers.get("x-ratelimit-remaining")).toBe("4");
     expect(response.headers.get("ratelimit")).toContain("r=4");
+    if (_name.startsWith("a raw")) expect(response.headers.get("x-own")).toBe("1");
+    if (_name.startsWith("a Response with immutable")) expect(response.status).toBe(302);
   });
 });
 

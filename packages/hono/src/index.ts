@@ -28,9 +28,13 @@ const ACCESS: RequestAccess<Context> = {
   header: (c, name) => c.req.header(name),
 };
 
-/** `@hono/node-server` puts the Node request in `c.env.incoming`. */
-const nodeSocketIp = (c: Context): string | undefined =>
-  (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress;
+/** What `@hono/node-server` puts in `c.env`: the Node request and response. */
+type NodeBindings = {
+  incoming?: { socket?: { remoteAddress?: string } };
+  outgoing?: { setHeader(name: string, value: string): unknown };
+} | undefined;
+
+const nodeSocketIp = (c: Context): string | undefined => (c.env as NodeBindings)?.incoming?.socket?.remoteAddress;
 
 /**
  * Rate-limiting middleware for Hono. Options are validated here, once; the decision is readable
@@ -50,14 +54,17 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
     if (result === undefined) return next();
     c.set("rateLimit", result);
     if (!result.allowed) return toFetchResponse(result);
-    // Prepared before the handler, so c.text()/c.json() build the response with them at once
-    // (touching the response afterwards would make @hono/node-server materialize it).
     const headers = result.headers;
-    for (let i = 0; i < headers.length; i += 2) c.header(headers[i]!, headers[i + 1]!);
+    const outgoing = (c.env as NodeBindings)?.outgoing;
+    const onNode = typeof outgoing?.setHeader === "function";
+    // On @hono/node-server, Node's own header store, which it merges into whatever Response the
+    // handler returns (raw ones too) without a Headers object per request; elsewhere, prepared
+    // before the handler, so c.text()/c.json() build the response with them at once.
+    for (let i = 0; i < headers.length; i += 2) onNode ? outgoing!.setHeader(headers[i]!, headers[i + 1]!) : c.header(headers[i]!, headers[i + 1]!);
     await next();
     if (result.settles) result.settle(c.req.raw.signal?.aborted ? 0 : c.res.status); // gone client: failed
     // A handler that returned its own Response skipped the prepared headers: add them to it.
-    if (headers.length === 0 || c.res.headers.has(headers[0]!)) return;
+    if (onNode || headers.length === 0 || c.res.headers.has(headers[0]!)) return;
     try {
       for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
     } catch {

@@ -1,26 +1,39 @@
 import type { Decision } from "../limiter.ts";
 import type { Policy } from "../policies.ts";
 
-/**
- * Every header and parameter name Floodgate writes, in one place: the IETF draft is still moving
- * (an open proposal may rename `r`/`t` again).
- */
+// Every header and parameter name Floodgate writes, in one place: the IETF draft is still moving
+// (an open proposal may rename `r`/`t` again). Plain constants, so a bundle holds each name once.
+const LEGACY_LIMIT = "X-RateLimit-Limit";
+const LEGACY_REMAINING = "X-RateLimit-Remaining";
+const LEGACY_RESET = "X-RateLimit-Reset";
+const DRAFT_LIMIT = "RateLimit-Limit";
+const DRAFT_REMAINING = "RateLimit-Remaining";
+const DRAFT_RESET = "RateLimit-Reset";
+const RATE_LIMIT = "RateLimit";
+const RATE_LIMIT_POLICY = "RateLimit-Policy";
+export const RETRY_AFTER = "Retry-After";
+/** draft-11 `RateLimit-Policy` parameters: quota and window (seconds). */
+const QUOTA = "q";
+const WINDOW = "w";
+/** draft-11 `RateLimit` parameters: remaining quota and seconds until it is restored. */
+const REMAINING = "r";
+const RESET = "t";
+
+/** Every header and parameter name Floodgate writes. */
 export const HEADER_NAMES = {
-  legacyLimit: "X-RateLimit-Limit",
-  legacyRemaining: "X-RateLimit-Remaining",
-  legacyReset: "X-RateLimit-Reset",
-  draftLimit: "RateLimit-Limit",
-  draftRemaining: "RateLimit-Remaining",
-  draftReset: "RateLimit-Reset",
-  rateLimit: "RateLimit",
-  rateLimitPolicy: "RateLimit-Policy",
-  retryAfter: "Retry-After",
-  /** draft-11 `RateLimit-Policy` parameters: quota and window (seconds). */
-  quota: "q",
-  window: "w",
-  /** draft-11 `RateLimit` parameters: remaining quota and seconds until it is restored. */
-  remaining: "r",
-  reset: "t",
+  legacyLimit: LEGACY_LIMIT,
+  legacyRemaining: LEGACY_REMAINING,
+  legacyReset: LEGACY_RESET,
+  draftLimit: DRAFT_LIMIT,
+  draftRemaining: DRAFT_REMAINING,
+  draftReset: DRAFT_RESET,
+  rateLimit: RATE_LIMIT,
+  rateLimitPolicy: RATE_LIMIT_POLICY,
+  retryAfter: RETRY_AFTER,
+  quota: QUOTA,
+  window: WINDOW,
+  remaining: REMAINING,
+  reset: RESET,
 } as const;
 
 /**
@@ -56,33 +69,32 @@ export function createHeaderWriter(
   legacyReset: "epoch" | "delta",
 ): HeaderWriter | undefined {
   if (formats.length === 0) return undefined;
-  const H = HEADER_NAMES;
   const windowSeconds = (p: Policy): number => Math.max(1, Math.ceil(p.windowMs / 1000));
-  const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${H.window}=${windowSeconds(p)}`]));
+  const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${WINDOW}=${windowSeconds(p)}`]));
   const shortOf = (d: Decision): string => shortPolicy.get(d.policy) ?? "";
-  const ietfPolicy = policies.map((p) => `"${p.name}";${H.quota}=${p.limit};${H.window}=${windowSeconds(p)}`).join(", ");
-  const ietfPrefix = policies.map((p) => `"${p.name}";${H.remaining}=`);
+  const ietfPolicy = policies.map((p) => `"${p.name}";${QUOTA}=${p.limit};${WINDOW}=${windowSeconds(p)}`).join(", ");
+  const ietfPrefix = policies.map((p) => `"${p.name}";${REMAINING}=`);
   const single = policies.length === 1;
   const writers: HeaderWriter[] = [];
   for (const format of formats) {
     if (format === "legacy") {
       writers.push(legacyReset === "epoch"
-        ? (d, _now, out) => { out.push(H.legacyLimit, `${d.limit}`, H.legacyRemaining, `${d.remaining}`, H.legacyReset, `${Math.ceil(d.resetAt / 1000)}`); }
-        : (d, now, out) => { out.push(H.legacyLimit, `${d.limit}`, H.legacyRemaining, `${d.remaining}`, H.legacyReset, `${secondsUntil(d.resetAt, now)}`); });
+        ? (d, _now, out) => { out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${Math.ceil(d.resetAt / 1000)}`); }
+        : (d, now, out) => { out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${secondsUntil(d.resetAt, now)}`); });
     } else if (format === "draft-6") {
       writers.push((d, now, out) => {
-        out.push(H.draftLimit, `${d.limit}`, H.draftRemaining, `${d.remaining}`, H.draftReset, `${secondsUntil(d.resetAt, now)}`, H.rateLimitPolicy, shortOf(d));
+        out.push(DRAFT_LIMIT, `${d.limit}`, DRAFT_REMAINING, `${d.remaining}`, DRAFT_RESET, `${secondsUntil(d.resetAt, now)}`, RATE_LIMIT_POLICY, shortOf(d));
       });
     } else if (format === "draft-7") {
       writers.push((d, now, out) => {
-        out.push(H.rateLimit, `limit=${d.limit}, remaining=${d.remaining}, reset=${secondsUntil(d.resetAt, now)}`, H.rateLimitPolicy, shortOf(d));
+        out.push(RATE_LIMIT, `limit=${d.limit}, remaining=${d.remaining}, reset=${secondsUntil(d.resetAt, now)}`, RATE_LIMIT_POLICY, shortOf(d));
       });
     } else {
       // A denied policy's `t` is when it admits again, so Retry-After never points earlier than it.
       const entry = (i: number, remaining: number, resetAt: number, retryAfterMs: number, now: number): string =>
-        `${ietfPrefix[i]}${remaining};${H.reset}=${retryAfterMs > 0 && retryAfterMs !== Infinity ? Math.ceil(retryAfterMs / 1000) : secondsUntil(resetAt, now)}`;
+        `${ietfPrefix[i]}${remaining};${RESET}=${retryAfterMs > 0 && retryAfterMs !== Infinity ? Math.ceil(retryAfterMs / 1000) : secondsUntil(resetAt, now)}`;
       writers.push(single
-        ? (d, now, out) => { out.push(H.rateLimitPolicy, ietfPolicy, H.rateLimit, entry(0, d.remaining, d.resetAt, d.retryAfterMs, now)); }
+        ? (d, now, out) => { out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, entry(0, d.remaining, d.resetAt, d.retryAfterMs, now)); }
         : (d, now, out) => {
           let value = "";
           const all = d.policies;
@@ -90,7 +102,7 @@ export function createHeaderWriter(
             const p = all[i]!;
             value += (i === 0 ? "" : ", ") + entry(i, p.remaining, p.resetAt, p.retryAfterMs, now);
           }
-          out.push(H.rateLimitPolicy, ietfPolicy, H.rateLimit, value);
+          out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, value);
         });
     }
   }

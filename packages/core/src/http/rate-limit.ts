@@ -30,7 +30,7 @@ import { createClientIpResolver, TRUST_PROXY_PRESETS, type ProxyHeader, type Tru
 import {
   createHeaderWriter,
   DEFAULT_HEADER_FORMATS,
-  HEADER_NAMES,
+  RETRY_AFTER,
   retryAfterSeconds,
   type HeaderFormat,
   type HeaderWriter,
@@ -610,7 +610,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
       ? Math.max(1, Math.ceil((rule.breaker?.openFor(now) ?? 0) / 1000))
       : retryAfterSeconds(result.decision, rule.policies, now);
     const headers = result.headers;
-    headers.push(HEADER_NAMES.retryAfter, `${retryAfter}`);
+    headers.push(RETRY_AFTER, `${retryAfter}`);
     if (o.handler !== undefined) {
       const custom = await o.handler(req, result);
       const out = [...headers];
