@@ -179,13 +179,15 @@ function checkCost(cost: unknown): number {
 const retryOf = (raw: number): number => (raw === NEVER ? Infinity : raw);
 
 /** A decision over one policy: reads the store's numbers directly, builds `policies` on demand. */
+// Real class fields (not `declare`): the instance is allocated with its final shape, measurably
+// cheaper per decision than adding the properties one by one in the constructor.
 class SingleDecision implements Decision {
-  declare readonly allowed: boolean;
-  declare readonly limit: number;
-  declare readonly remaining: number;
-  declare readonly resetAt: number;
-  declare readonly retryAfterMs: number;
-  declare readonly policy: string;
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+  readonly retryAfterMs: number;
+  readonly policy: string;
   #policies: readonly PolicyDecision[] | undefined;
 
   constructor(result: StoreResult, policy: Policy) {

@@ -207,7 +207,9 @@ class MemoryStoreImpl implements MemoryStore {
    */
   #decideAll(layout: Layout, policies: readonly Policy[], fullKey: string, ref: number | undefined, now: number, cost: number, charge: boolean): StoreResult {
     const count = policies.length;
-    const out = new Array<number>(1 + count * FIELDS_PER_POLICY).fill(0);
+    // Packed, as the single-policy path's literal: `apply` then sees one kind of array.
+    const out = [0];
+    for (let p = 0; p < count; p++) out.push(0, 0, 0, 0);
     let data = layout.blank;
     let base = 0;
     let logs: (number[] | undefined)[] | undefined;

@@ -13,11 +13,11 @@ export const WARNINGS = {
   trustProxyTrue:
     "trustProxy: true trusts every X-Forwarded-For entry: any client can pick its own key. Set the number of proxy hops or the proxies' addresses instead.",
   invalidIp:
-    "A client address is not an IP address (a forged or malformed proxy header?): the request was keyed by the nearest valid hop.",
+    "A client address is not an IP (a forged or malformed proxy header?): the request was keyed by the nearest valid hop.",
   noClientIp:
-    "No client address (no socket address, no trusted proxy header): all such requests share one key. Set trustProxy, or pass getClientIp (fetch) / getConnInfo (Hono).",
+    "No client address (no socket address, no trusted proxy header): such requests share one key. Set trustProxy, or pass getClientIp (fetch) / getConnInfo (Hono).",
   limiterPerRequest:
-    "Many rate limiters were created while serving requests: a limiter created per request counts nothing. Create the middleware once, at startup.",
+    "Many limiters were created while serving requests: one created per request counts nothing. Create the middleware once at startup.",
   doubleCount:
     "One limiter counted the same request twice (the middleware is mounted twice, or two share one store and prefix): clients get half their quota.",
 } as const;
