@@ -226,9 +226,11 @@ export function intervalUs(p: Policy): number {
 
 /**
  * Where a policy keeps its algorithm: the policy factories set it, the memory store reads it. A
- * bundle then carries only the algorithms whose factories it imports.
+ * bundle then carries only the algorithms whose factories it imports. A registered symbol, so two
+ * copies of this package in one program (its ESM and CJS builds, or a bundled and an installed
+ * copy) accept each other's policies.
  */
-export const ALGORITHM: unique symbol = Symbol("floodgate.algorithm");
+export const ALGORITHM: unique symbol = /* @__PURE__ */ Symbol.for("floodgate.alg");
 
 /** The algorithm of a policy built by a policy factory. */
 export function algorithmOf(policy: Policy): Algorithm {

@@ -9,9 +9,9 @@ export interface Logger {
  */
 export const WARNINGS = {
   forwardedHeaderIgnored:
-    "A request carries X-Forwarded-For or Forwarded but trustProxy is false: all clients behind that proxy share one limit. Behind a proxy, set trustProxy (a hop count, the proxies' addresses, or a preset such as \"cloudflare\").",
+    "A request carries X-Forwarded-For or Forwarded but trustProxy is false: all clients behind that proxy share one limit. Behind a proxy, set trustProxy (a hop count, the proxies' addresses, or a preset like \"cloudflare\").",
   trustProxyTrue:
-    "trustProxy: true trusts every X-Forwarded-For entry: any client can pick its own key. Set the number of proxy hops or the proxies' addresses instead.",
+    "trustProxy: true trusts every X-Forwarded-For entry: any client can pick its own key. Set the proxy hop count or the proxies' addresses instead.",
   invalidIp:
     "A client address is not an IP (a forged or malformed proxy header?): the request was keyed by the nearest valid hop.",
   noClientIp:
