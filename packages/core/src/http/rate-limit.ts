@@ -542,8 +542,15 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
 
   type Outcome = [Decision | undefined, RateLimitInfo["source"], FloodgateError | undefined];
 
-  /** A failed store call: the breaker counts it, then the store-error policy decides. */
-  const storeFailed = async (rule: CompiledRule<Raw>, key: string, cost: number, req: RateLimitRequest<Raw>, error: FloodgateError): Promise<Outcome> => {
+  /**
+   * A store call that failed: a bad argument is the caller's (rethrown); anything else counts
+   * against the store's breaker (unless its circuit was open already), then the store-error
+   * policy decides.
+   */
+  const storeFailed = async (rule: CompiledRule<Raw>, key: string, cost: number, req: RateLimitRequest<Raw>, thrown: unknown, circuitOpen?: true): Promise<Outcome> => {
+    if (thrown instanceof FloodgateError && thrown.code === "INVALID_ARGUMENT") throw thrown;
+    if (!circuitOpen) rule.breaker?.failure(clock());
+    const error = toStoreError(thrown, rule.limiter.store.name);
     const action = onStoreFailure(error, req);
     if (action === "fallback") return [await fallbackOf(rule).limit(key, cost === 1 ? undefined : { cost }), "fallback", error];
     return [undefined, action, error];
@@ -556,20 +563,15 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const consume = (rule: CompiledRule<Raw>, key: string, cost: number, req: RateLimitRequest<Raw>): Outcome | Promise<Outcome> => {
     const breaker = rule.breaker;
     const store = rule.limiter.store;
-    const openMs = breaker === undefined ? 0 : breaker.openFor(clock());
+    const openMs = breaker?.openFor(clock()) ?? 0;
     if (openMs > 0) {
-      return storeFailed(rule, key, cost, req, new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`));
+      return storeFailed(rule, key, cost, req, new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`), true);
     }
-    const failed = (thrown: unknown): Promise<Outcome> => {
-      if (thrown instanceof FloodgateError && thrown.code === "INVALID_ARGUMENT") throw thrown;
-      breaker?.failure(clock());
-      return storeFailed(rule, key, cost, req, toStoreError(thrown, store.name));
-    };
     let pending: Decision | Promise<Decision>;
     try {
       pending = rule.limiter.decide(key, cost === 1 ? undefined : { cost });
     } catch (thrown) {
-      return failed(thrown);
+      return storeFailed(rule, key, cost, req, thrown);
     }
     if (!(pending instanceof Promise)) {
       breaker?.success();
@@ -578,11 +580,11 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     return (timeoutMs === undefined ? pending : withTimeout(pending, timeoutMs, store.name)).then((decision): Outcome => {
       breaker?.success();
       return [decision, "store", undefined];
-    }, failed);
+    }, (thrown) => storeFailed(rule, key, cost, req, thrown));
   };
 
   const refund = (rule: CompiledRule<Raw>, limiter: RateLimiter, key: string, cost: number): void => {
-    if (limiter === rule.limiter && rule.breaker !== undefined && rule.breaker.openFor(clock()) > 0) return;
+    if (limiter === rule.limiter && (rule.breaker?.openFor(clock()) ?? 0) > 0) return;
     let pending: Promise<void>;
     try {
       pending = limiter.refund(key, cost === 1 ? undefined : { cost });
