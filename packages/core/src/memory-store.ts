@@ -50,7 +50,6 @@ class Layout {
   readonly free: number[] = [];
   /** A zeroed slot, evaluated for keys that have no state yet (nothing is allocated for a denial). */
   declare readonly blank: Float64Array;
-
   declare readonly id: number;
 
   constructor(id: number, set: PolicySet) {
