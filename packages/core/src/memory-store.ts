@@ -109,7 +109,8 @@ class MemoryStoreImpl implements MemoryStore {
   #lastLayout: Layout | undefined;
   /** Key prefix per namespace: the first namespace uses keys as they are. */
   #namespaces = new Map<string, string>();
-  #lastPrefix: string | undefined;
+  /** Never a prefix at first (no prefix contains `{`): always a string, so comparing it stays a string compare. */
+  #lastPrefix = "{";
   #lastNamespace = "";
   /** Sliding logs; a slot holds a log's index + 1 (every tracked key's logs are created with it, in #adopt). */
   #logs: (number[] | undefined)[] = [];
@@ -215,7 +216,9 @@ class MemoryStoreImpl implements MemoryStore {
     let logs: (number[] | undefined)[] | undefined;
     if (ref === undefined) {
       data.fill(0);
-      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps) => (keeps ? [] : undefined));
+      // A new sliding log: an empty ring with room for one entry, exactly (a log's length is its
+      // capacity; its count, 0, is in the blank slot). It grows only when a second entry comes.
+      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps) => (keeps ? [0] : undefined));
     } else {
       data = layout.data;
       base = (ref >>> LAYOUT_BITS) * layout.width;
