@@ -216,9 +216,8 @@ class MemoryStoreImpl implements MemoryStore {
     let logs: (number[] | undefined)[] | undefined;
     if (ref === undefined) {
       data.fill(0);
-      // A new sliding log: an empty ring with room for one entry, exactly (a log's length is its
-      // capacity; its count, 0, is in the blank slot). It grows only when a second entry comes.
-      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps) => (keeps ? [0] : undefined));
+      // A new sliding log: an empty ring (its head and count, 0, are in the blank slot).
+      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps) => (keeps ? [] : undefined));
     } else {
       data = layout.data;
       base = (ref >>> LAYOUT_BITS) * layout.width;
