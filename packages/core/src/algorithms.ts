@@ -178,45 +178,80 @@ function slidingRetryMs(limit: number, w: number, start: number, cur: number, pr
   return Math.max(1, Math.ceil(at - nowUs / 1000));
 }
 
-/** Sliding log: ascending µs timestamps, one per admitted cost unit. */
+/**
+ * Sliding log: one µs timestamp per admitted cost unit, oldest first, kept in a ring so that
+ * entries leaving the window are dropped by moving the head, never by shifting the array. The
+ * state is [log reference (the memory store's), head, count]; the log's length is the ring's
+ * capacity and entry k (0 = oldest) sits at (head + k) mod capacity. The ring grows, doubling and
+ * never beyond the limit, only when an admission does not fit.
+ */
 export const SLIDING_LOG: Algorithm = {
-  width: 1,
-  apply(p, _s, _o, log, now, cost, out, i, charge) {
+  width: 3,
+  apply(p, s, o, log, now, cost, out, i, charge) {
     const entries = log!;
     const size = p.windowMs * 1000;
     const limit = p.limit;
+    const capacity = entries.length;
+    let head = s[o + 1]!;
+    let count = s[o + 2]!;
     // Entries only grow, so a later `at` never lands before the newest one (clock steps back).
-    const at = entries.length > 0 ? Math.max(now, entries[entries.length - 1]!) : now;
-    prune(entries, at - size);
-    const count = entries.length;
+    const at = count > 0 ? Math.max(now, entries[ringIndex(head, count - 1, capacity)]!) : now;
+    // Drop the entries that have left the window ending at `at` (on every call, as the Lua does).
+    while (count > 0 && entries[head]! <= at - size) {
+      head = head + 1 === capacity ? 0 : head + 1;
+      count--;
+    }
+    s[o + 1] = head;
+    s[o + 2] = count;
     if (count + cost <= limit) {
       out[i] = 1;
       out[i + 3] = 0;
       if (charge) {
-        for (let k = 0; k < cost; k++) entries.push(at);
+        if (count + cost > capacity) {
+          growRing(entries, head, Math.min(limit, Math.max(count + cost, 2 * capacity, GROWN_RING)));
+          s[o + 1] = head = 0;
+        }
+        for (let k = 0; k < cost; k++) entries[ringIndex(head, count + k, entries.length)] = at;
+        s[o + 2] = count + cost;
         out[i + 1] = limit - count - cost;
         out[i + 2] = ceilMs(at + size);
         return at + size;
       }
     } else {
       out[i] = 0;
-      out[i + 3] = cost > limit ? NEVER : ceilMs(entries[count + cost - limit - 1]! + size - now);
+      out[i + 3] = cost > limit ? NEVER : ceilMs(entries[ringIndex(head, count + cost - limit - 1, capacity)]! + size - now);
     }
     out[i + 1] = limit - count;
-    out[i + 2] = count > 0 ? ceilMs(entries[count - 1]! + size) : ceilMs(now);
+    out[i + 2] = count > 0 ? ceilMs(entries[ringIndex(head, count - 1, capacity)]! + size) : ceilMs(now);
     return at + size;
   },
-  refund(p, _s, _o, log, _now, cost) {
-    const entries = log!;
-    entries.length = Math.max(0, entries.length - cost);
-    return entries.length > 0 ? entries[entries.length - 1]! + p.windowMs * 1000 : 0;
+  refund(p, s, o, log, _now, cost) {
+    // The newest entries go first.
+    const count = Math.max(0, s[o + 2]! - cost);
+    s[o + 2] = count;
+    return count > 0 ? log![ringIndex(s[o + 1]!, count - 1, log!.length)]! + p.windowMs * 1000 : 0;
   },
 };
 
-function prune(entries: number[], cutoff: number): void {
-  let k = 0;
-  while (k < entries.length && entries[k]! <= cutoff) k++;
-  if (k > 0) entries.splice(0, k);
+/**
+ * Smallest capacity of a grown ring: the first push into an empty array makes V8 reserve 17 slots
+ * anyway, so growing to 16 at once costs no memory and spares a key with a handful of entries a
+ * growth per admission (a growth rotates and pushes: ~1,000 instructions).
+ */
+const GROWN_RING = 16;
+
+/** Where entry `k` (0 = oldest) of a ring starting at `head` sits; `k` is below the capacity. */
+function ringIndex(head: number, k: number, capacity: number): number {
+  return head + k < capacity ? head + k : head + k - capacity;
+}
+
+/**
+ * Rotates a ring so that its oldest entry (at `head`) comes first, then extends it to `capacity`
+ * slots. In place: the store holds the array. Only when an admission does not fit.
+ */
+function growRing(entries: number[], head: number, capacity: number): void {
+  if (head > 0) for (const entry of entries.splice(0, head)) entries.push(entry);
+  while (entries.length < capacity) entries.push(0);
 }
 
 /** Microseconds per token of a token bucket, an exact integer. */

@@ -109,8 +109,10 @@ class MemoryStoreImpl implements MemoryStore {
   #lastLayout: Layout | undefined;
   /** Key prefix per namespace: the first namespace uses keys as they are. */
   #namespaces = new Map<string, string>();
-  #lastPrefix: string | undefined;
+  /** Never a prefix at first (no prefix contains `{`): always a string, so comparing it stays a string compare. */
+  #lastPrefix = "{";
   #lastNamespace = "";
+  /** Sliding logs; a slot holds a log's index + 1 (every tracked key's logs are created with it, in #adopt). */
   #logs: (number[] | undefined)[] = [];
   #freeLogs: number[] = [];
   #sinceSweep: number;
@@ -146,7 +148,7 @@ class MemoryStoreImpl implements MemoryStore {
     let expiry = 0;
     for (let p = 0; p < layout.algorithms.length; p++) {
       const o = base + layout.offsets[p]!;
-      const log = layout.keepsLog[p] ? this.#log(data, o) : undefined;
+      const log = layout.keepsLog[p] ? this.#logs[data[o]! - 1] : undefined;
       const e = layout.algorithms[p]!.refund(set.policies[p]!, data, o, log, now, cost);
       if (e > expiry) expiry = e;
     }
@@ -189,7 +191,7 @@ class MemoryStoreImpl implements MemoryStore {
       const data = layout.data;
       const base = (ref >>> LAYOUT_BITS) * layout.width;
       data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
-      const log = layout.keepsLog[0] ? this.#log(data, base + HEADER) : undefined;
+      const log = layout.keepsLog[0] ? this.#logs[data[base + HEADER]! - 1] : undefined;
       const expiry = layout.algorithms[0]!.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge);
       if (out[1] === 1) {
         out[0] = 1;
@@ -214,12 +216,13 @@ class MemoryStoreImpl implements MemoryStore {
     let logs: (number[] | undefined)[] | undefined;
     if (ref === undefined) {
       data.fill(0);
+      // A new sliding log: an empty ring (its head and count, 0, are in the blank slot).
       if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps) => (keeps ? [] : undefined));
     } else {
       data = layout.data;
       base = (ref >>> LAYOUT_BITS) * layout.width;
       data[base + 1] = 1;
-      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps, p) => (keeps ? this.#log(data, base + layout.offsets[p]!) : undefined));
+      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps, p) => (keeps ? this.#logs[data[base + layout.offsets[p]!]! - 1] : undefined));
     }
     let allowed = 1;
     for (let p = 0; p < count; p++) {
@@ -307,18 +310,6 @@ class MemoryStoreImpl implements MemoryStore {
       }
     }
     layout.free.push(slot);
-  }
-
-  /** The sliding log whose reference is at `data[o]`, created on first use. */
-  #log(data: Float64Array, o: number): number[] {
-    const index = data[o]!;
-    if (index > 0) return this.#logs[index - 1]!;
-    const log: number[] = [];
-    const free = this.#freeLogs.pop();
-    const at = free ?? this.#logs.length;
-    this.#logs[at] = log;
-    data[o] = at + 1;
-    return log;
   }
 
   #layout(set: PolicySet): Layout {
