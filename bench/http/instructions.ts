@@ -1,0 +1,123 @@
+// HTTP overhead in machine instructions (a harness, not a test). Each hello-route server of
+// bench/http/server.ts runs under valgrind's callgrind with instrumentation off; after a warm-up
+// (the JIT has compiled the hot paths) `callgrind_control -i on` starts counting, N requests are
+// sent over keep-alive connections, counting stops, and the server's main thread's count is
+// divided by N. The main thread runs every line of JS of a request; V8's background compiler
+// and GC helper threads, whose work depends on timing, are left out, and so is the kernel (the
+// socket writes, the same with or without a limiter). Unlike the timed run (run.ts), other load
+// on the machine cannot move these figures: repeats agree within a few thousand instructions.
+//   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate] [--warm 4000] [--requests 6000]
+// Variants: none | floodgate | peer | headers | floor (see bench/http/server.ts: `headers` only
+// sets Floodgate's five default headers, constant values, through the cheapest public API;
+// `floor` also reads the method, path and socket address and publishes a result on the request).
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { Agent, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i === -1 ? fallback : args[i + 1]!;
+};
+const WARM = Number(option("warm", "4000"));
+const REQUESTS = Number(option("requests", "6000"));
+const FRAMEWORKS = option("only", "hono,express,koa").split(",");
+const VARIANTS = option("variants", "none,headers,floor,floodgate,peer").split(",");
+const CONNECTIONS = 8;
+const PEERS: Record<string, string> = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+if (spawnSync("valgrind", ["--version"]).status !== 0) throw new Error("valgrind is not installed (apt-get install -y valgrind)");
+
+/** Sends `total` GETs over `CONNECTIONS` keep-alive connections, each checked for a 200. */
+async function load(port: number, total: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  let sent = 0;
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port, path: "/", agent }, (res) => {
+        res.resume();
+        res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  const worker = async () => {
+    while (sent < total) {
+      sent++;
+      await one();
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+  agent.destroy();
+}
+
+/** Main-thread instructions per request of one server variant. */
+async function perRequest(framework: string, variant: string): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), "fg-callgrind-"));
+  try {
+    const child = spawn(
+      "valgrind",
+      ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${join(dir, "cg.out")}`,
+        process.execPath, "--import", "tsx", "bench/http/server.ts", framework, variant],
+      { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.on("data", (chunk: Buffer) => {
+        const m = /listening on (\d+)/.exec(chunk.toString());
+        if (m) resolve(Number(m[1]));
+      });
+      void exited.then(() => reject(new Error(`${framework}/${variant} exited: ${stderr.slice(-2000)}`)));
+    });
+    const instrument = (on: boolean) => {
+      const r = spawnSync("callgrind_control", ["-i", on ? "on" : "off", String(child.pid)], { encoding: "utf8" });
+      if (r.status !== 0) throw new Error(`callgrind_control failed: ${r.stderr}`);
+    };
+    await load(port, WARM);
+    instrument(true);
+    await load(port, REQUESTS);
+    instrument(false);
+    child.kill("SIGTERM");
+    await exited;
+    // Thread 1 is the main thread (the one that runs JS).
+    const m = /^totals: (\d+)/m.exec(readFileSync(join(dir, "cg.out-01"), "utf8"));
+    if (!m) throw new Error(`${framework}/${variant}: no totals in callgrind's output`);
+    return Number(m[1]) / REQUESTS;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const NAMES: Record<string, (framework: string) => string> = {
+  none: () => "no limiter",
+  headers: () => "five constant headers only",
+  floor: () => "headers + read request + publish result (floor)",
+  floodgate: (f) => `@floodgate/${f}`,
+  peer: (f) => PEERS[f]!,
+};
+const rows: string[] = [];
+for (const framework of FRAMEWORKS) {
+  const figures: Record<string, number> = {};
+  for (const variant of VARIANTS) {
+    figures[variant] = await perRequest(framework, variant);
+    console.error(`${framework} ${variant}: ${Math.round(figures[variant]!)} instructions per request (main thread)`);
+  }
+  const base = figures.none;
+  const peerAdded = figures.peer === undefined || base === undefined ? undefined : figures.peer - base;
+  for (const variant of VARIANTS) {
+    const added = base === undefined || variant === "none" ? undefined : figures[variant]! - base;
+    const ofPeer = added === undefined || peerAdded === undefined || variant === "peer" ? "" : (added / peerAdded).toFixed(2);
+    const fmt = (n: number | undefined) => (n === undefined ? "" : Math.round(n).toLocaleString("en-US"));
+    rows.push(`| ${framework} | ${NAMES[variant]?.(framework) ?? variant} | ${fmt(figures[variant])} | ${fmt(added)} | ${ofPeer} |`);
+  }
+}
+console.log(`\nMain-thread instructions per request (callgrind; ${WARM} warm-up requests, then ${REQUESTS} counted; ${CONNECTIONS} keep-alive connections)\n`);
+console.log("| framework | variant | instructions/request | added | added ÷ peer's added |");
+console.log("|---|---|---|---|---|");
+for (const row of rows) console.log(row);
