@@ -42,8 +42,10 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
       return;
     }
     const headers = result.headers;
-    for (let i = 0; i < headers.length; i += 2) ctx.set(headers[i]!, headers[i + 1]!);
-    settleOnClose(result, ctx.res);
+    // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
+    const res = ctx.res;
+    for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
+    settleOnClose(result, res);
     await next();
   };
 }
