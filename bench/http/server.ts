@@ -88,7 +88,8 @@ if (framework === "hono") {
   if (variant === "headers" || variant === "floor") {
     mw = (ctx, next) => {
       if (variant === "floor") ctx.state.rateLimit = { method: ctx.method, path: ctx.originalUrl, ip: ctx.req.socket.remoteAddress };
-      for (const [name, value] of FIVE_HEADERS) ctx.set(name, value);
+      // What @floodgate/koa does: Node's response directly (cheaper than `ctx.set`).
+      for (const [name, value] of FIVE_HEADERS) ctx.res.setHeader(name, value);
       return next();
     };
   }
