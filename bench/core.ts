@@ -45,134 +45,22 @@
  * JSON to stdout after the table.
  */
 import { bench, run } from "mitata";
-import { RateLimiterMemory } from "rate-limiter-flexible";
-import { MemoryStore } from "express-rate-limit";
 import {
-  createRateLimiter,
-  fixedWindow,
-  memoryStore,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-  type Policy,
-} from "../packages/core/src/index.ts";
-
-const T0 = 1_700_000_000_000;
-const DISTINCT = 100_000;
-const KEYS = Array.from({ length: DISTINCT }, (_, i) => `user:${i}`);
-const HOT = "user:hot";
-const DAY = 86_400_000;
-
-type Scenario = "hot key" | "hot key, Date.now" | "100k keys" | "100k keys, 1M cap" | "mostly denied";
-const SCENARIOS: readonly Scenario[] = ["hot key", "hot key, Date.now", "100k keys", "100k keys, 1M cap", "mostly denied"];
-/** The peers' rows each Floodgate scenario is compared with (the peers have no clock or bound to vary). */
-const PEER_SCENARIO: Record<Scenario, Scenario> = {
-  "hot key": "hot key",
-  "hot key, Date.now": "hot key",
-  "100k keys": "100k keys",
-  "100k keys, 1M cap": "100k keys",
-  "mostly denied": "mostly denied",
-};
-const ADMIT_SCENARIO: Partial<Record<Scenario, Scenario>> = { "mostly denied": "hot key" };
-/** The sliding log is left out of the Date.now row: at millions of admissions per second it would log millions of timestamps. */
-const skip = (algorithm: string, scenario: Scenario): boolean => scenario === "hot key, Date.now" && algorithm === "slidingLog";
-
-const ALGORITHMS: Record<string, (limit: number, windowMs: number) => Policy> = {
-  tokenBucket: (limit, windowMs) => tokenBucket({ capacity: limit, refillRate: (limit * 1000) / windowMs }),
-  slidingWindow: (limit, windowMs) => slidingWindow({ limit, window: windowMs }),
-  fixedWindow: (limit, windowMs) => fixedWindow({ limit, window: windowMs }),
-  slidingLog: (limit, windowMs) => slidingLog({ limit, window: windowMs }),
-};
-const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter", "async no-op (floor)"] as const;
-const ERL = PEERS[1];
-const MAP = PEERS[2];
-
-const ignore = (): void => {};
-
-/**
- * Floodgate's subjects: each algorithm through `limit()` (a promise, awaited like every peer row)
- * and through `decide()` (the same decision, returned synchronously because the memory store
- * answers synchronously: what the HTTP middleware uses).
- */
-const DECIDE = " decide()";
-const SUBJECTS = Object.keys(ALGORITHMS).flatMap((a) => [a, `${a}${DECIDE}`]);
-const algorithmOf = (subject: string): string => subject.replace(DECIDE, "");
-
-/** Returns the function to measure, after tracking every key it will touch (setup is not timed). */
-async function floodgate(subject: string, scenario: Scenario): Promise<() => unknown> {
-  const algorithm = algorithmOf(subject);
-  const sync = subject.endsWith(DECIDE);
-  let now = T0;
-  const step = scenario === "hot key" ? 20 : scenario === "mostly denied" ? 1 : 0.001;
-  const policy = scenario === "mostly denied"
-    ? ALGORITHMS[algorithm]!(1, DAY)
-    : scenario === "hot key, Date.now"
-      ? ALGORITHMS[algorithm]!(1e9, 1_000_000)
-      : ALGORITHMS[algorithm]!(100, 1000);
-  const limiter = createRateLimiter({
-    policy,
-    store: scenario === "100k keys, 1M cap" ? memoryStore({ maxKeys: 1_000_000 }) : memoryStore(),
-    ...(scenario === "hot key, Date.now" ? {} : { clock: () => (now += step) }),
-  });
-  if (scenario.startsWith("100k keys")) {
-    for (const key of KEYS) await limiter.limit(key);
-    let i = 0;
-    return sync
-      ? () => {
-        const key = KEYS[i]!;
-        if (++i === DISTINCT) i = 0;
-        return limiter.decide(key);
-      }
-      : () => {
-        const key = KEYS[i]!;
-        if (++i === DISTINCT) i = 0;
-        return limiter.limit(key);
-      };
-  }
-  await limiter.limit(HOT);
-  if (scenario === "mostly denied" && (await limiter.limit(HOT)).allowed) throw new Error("expected a denial");
-  return sync ? () => limiter.decide(HOT) : () => limiter.limit(HOT);
-}
-
-async function peer(name: (typeof PEERS)[number], scenario: Scenario): Promise<{ fn: () => Promise<unknown>; dispose(): void }> {
-  let call: (key: string) => Promise<unknown>;
-  let dispose = ignore;
-  if (name === "rate-limiter-flexible") {
-    const rlf = scenario === "mostly denied"
-      ? new RateLimiterMemory({ points: 1, duration: DAY / 1000 })
-      : new RateLimiterMemory({ points: 1e12, duration: 1 });
-    call = (key) => rlf.consume(key).catch(ignore);
-  } else if (name === ERL) {
-    const store = new MemoryStore();
-    store.init({ windowMs: 60_000 } as Parameters<MemoryStore["init"]>[0]);
-    call = (key) => store.increment(key);
-    dispose = () => store.shutdown();
-  } else if (name === "async no-op (floor)") {
-    // The cheapest promise-returning call there is: what awaiting any async API costs here.
-    call = async () => 1;
-  } else {
-    const counts = new Map<string, number>();
-    call = async (key) => {
-      const n = (counts.get(key) ?? 0) + 1;
-      counts.set(key, n);
-      return n;
-    };
-  }
-  if (scenario === "100k keys") {
-    for (const key of KEYS) await call(key);
-    let i = 0;
-    return {
-      fn: () => {
-        const key = KEYS[i]!;
-        if (++i === DISTINCT) i = 0;
-        return call(key);
-      },
-      dispose,
-    };
-  }
-  await call(HOT);
-  return { fn: () => call(HOT), dispose };
-}
+  ADMIT_SCENARIO,
+  algorithmOf,
+  ALGORITHMS,
+  ERL,
+  floodgate,
+  MAP,
+  peer,
+  PEER_SCENARIO,
+  PEERS,
+  SCENARIOS,
+  skip,
+  SUBJECTS,
+  warmUp,
+  type Scenario,
+} from "./core-rows.ts";
 
 const rowName = (subject: string, scenario: Scenario): string => `${subject} | ${scenario}`;
 
@@ -196,15 +84,8 @@ function register(): void {
   }
 }
 
-// Warm every Floodgate path first, so that each row is measured with the engine's call sites in
-// the state a process using all four algorithms reaches, whatever the order of the rows.
-for (const scenario of SCENARIOS) {
-  for (const subject of SUBJECTS) {
-    if (skip(algorithmOf(subject), scenario) || scenario.startsWith("100k keys")) continue;
-    const fn = await floodgate(subject, scenario);
-    for (let i = 0; i < 20_000; i++) await fn();
-  }
-}
+// Warm every Floodgate path first (see warmUp).
+await warmUp();
 
 const raw = process.argv.includes("--mitata");
 const roundsFlag = process.argv.indexOf("--rounds");
