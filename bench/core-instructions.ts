@@ -1,7 +1,7 @@
 /**
  * Core decisions in machine instructions (a harness, not a test; needs valgrind):
  *   npx tsx bench/core-instructions.ts <subject> <scenario> <api>
- *   subject: tokenBucket | slidingWindow | fixedWindow | slidingLog | erl | map | noop | rlf
+ *   subject: tokenBucket | slidingWindow | fixedWindow | slidingLog | erl | map | noop | rlf | clock
  *   scenario: hot | 100k | denied | now | 1m (the rows of bench/core.ts)
  *   api: decide | limit (peers are always awaited)
  * Runs itself twice under `valgrind --tool=callgrind --instr-atstart=no` (node --single-threaded
@@ -13,7 +13,7 @@
  */
 import { execSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { floodgate, peer, PEERS, warmUp, type Scenario } from "./core-rows.ts";
+import { CLOCK, floodgate, peer, PEERS, warmUp, type Scenario } from "./core-rows.ts";
 
 const [subject, scenarioArg, api, callsArg] = process.argv.slice(2);
 if (callsArg === undefined) {
@@ -35,7 +35,7 @@ if (callsArg === undefined) {
 }
 const calls = Number(callsArg);
 const NAMES: Record<string, Scenario> = { hot: "hot key", "100k": "100k keys", denied: "mostly denied", now: "hot key, Date.now", "1m": "100k keys, 1M cap" };
-const PEER_NAMES: Record<string, (typeof PEERS)[number]> = { rlf: PEERS[0], erl: PEERS[1], map: PEERS[2], noop: PEERS[3] };
+const PEER_NAMES: Record<string, (typeof PEERS)[number]> = { rlf: PEERS[0], erl: PEERS[1], map: PEERS[2], noop: PEERS[3], clock: CLOCK };
 
 // Warm every Floodgate path first, as bench/core.ts does.
 await warmUp();
@@ -70,8 +70,10 @@ if (!(subject! in PEER_NAMES)) {
   sink = api === "decide" ? loopSync(fn, calls) : await loopAsync(fn, calls);
 } else {
   const { fn } = await peer(PEER_NAMES[subject!]!, scenario);
-  await loopAsync(fn, 20_000);
+  // The clock row is synchronous, as a decision reads it; the other peers are awaited.
+  const loop = PEER_NAMES[subject!] === CLOCK ? async (f: () => unknown, n: number) => loopSync(f, n) : loopAsync;
+  await loop(fn, 20_000);
   measure();
-  sink = await loopAsync(fn, calls);
+  sink = await loop(fn, calls);
 }
 if (process.env.IB_VERBOSE) console.log(subject, scenario, api, calls, "admitted", sink);

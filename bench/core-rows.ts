@@ -42,9 +42,17 @@ export const ALGORITHMS: Record<string, (limit: number, windowMs: number) => Pol
   fixedWindow: (limit, windowMs) => fixedWindow({ limit, window: windowMs }),
   slidingLog: (limit, windowMs) => slidingLog({ limit, window: windowMs }),
 };
-export const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter", "async no-op (floor)"] as const;
+export const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter", "async no-op (floor)", "Date.now() alone"] as const;
 export const ERL = PEERS[1];
 export const MAP = PEERS[2];
+export const NOOP = PEERS[3];
+/**
+ * The default clock read on its own, synchronously: what every decision on the real clock pays
+ * (Floodgate's default clock, and express-rate-limit's `increment`, which calls `Date.now()`
+ * too). It does not depend on the scenario, so it has one row, beside the hot key.
+ */
+export const CLOCK = PEERS[4];
+export const peerRuns = (name: (typeof PEERS)[number], scenario: Scenario): boolean => name !== CLOCK || scenario === "hot key";
 
 const ignore = (): void => {};
 
@@ -93,8 +101,8 @@ export async function floodgate(subject: string, scenario: Scenario): Promise<()
   return sync ? () => limiter.decide(HOT) : () => limiter.limit(HOT);
 }
 
-export async function peer(name: (typeof PEERS)[number], scenario: Scenario): Promise<{ fn: () => Promise<unknown>; dispose(): void }> {
-  let call: (key: string) => Promise<unknown>;
+export async function peer(name: (typeof PEERS)[number], scenario: Scenario): Promise<{ fn: () => unknown; dispose(): void }> {
+  let call: (key: string) => unknown;
   let dispose = ignore;
   if (name === "rate-limiter-flexible") {
     const rlf = scenario === "mostly denied"
@@ -106,9 +114,11 @@ export async function peer(name: (typeof PEERS)[number], scenario: Scenario): Pr
     store.init({ windowMs: 60_000 } as Parameters<MemoryStore["init"]>[0]);
     call = (key) => store.increment(key);
     dispose = () => store.shutdown();
-  } else if (name === "async no-op (floor)") {
+  } else if (name === NOOP) {
     // The cheapest promise-returning call there is: what awaiting any async API costs here.
     call = async () => 1;
+  } else if (name === CLOCK) {
+    call = () => Date.now();
   } else {
     const counts = new Map<string, number>();
     call = async (key) => {

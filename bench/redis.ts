@@ -6,9 +6,9 @@
  * client, measures per-decision latency (mean, p99) and decisions/s at concurrency 1 and 64:
  *  - the floor: a bare `EVALSHA` of a script that returns 1, through the same client (the cost
  *    of one round trip, which no one-script-per-decision store can beat);
- *  - (ioredis) the floor with Floodgate's call shape: one key, three ARGV, a script that only
- *    returns a five-integer array like Floodgate's result: what the call and reply cost before
- *    any limiter work;
+ *  - the floor with Floodgate's call shape, through the same client: one key, three ARGV, a
+ *    script that only returns a five-integer array like Floodgate's result: what the call and
+ *    reply cost before any limiter work;
  *  - Floodgate's store (sliding window, limit 1e8 per hour: every decision admits; 1,000
  *    identifiers in a cycle; deny cache on, as by default, though it never hits here);
  *  - rate-limiter-flexible `RateLimiterRedis` (ioredis only; same kind of load).
@@ -136,8 +136,10 @@ async function main(): Promise<void> {
     { name: "floodgate redisStore (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => fgIo.limit(id) },
     { name: "rate-limiter-flexible RateLimiterRedis (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => rlf.consume(id) },
     { name: "floor: bare EVALSHA (node-redis)", decide: () => node.evalSha(floorSha, { keys: [], arguments: [] }) },
+    { name: "floor with Floodgate's call and reply shape (node-redis)", floor: "floor: bare EVALSHA (node-redis)", decide: (id) => node.evalSha(shapeSha, { keys: [`b0:{${id}}`], arguments: ["1", "100000000", "3600000"] }) },
     { name: "floodgate redisStore (node-redis)", floor: "floor: bare EVALSHA (node-redis)", decide: (id) => fgNode.limit(id) },
     { name: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: () => upstash.evalsha(floorSha, [], []) },
+    { name: "floor with Floodgate's call and reply shape (@upstash/redis via bridge)", floor: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: (id) => upstash.evalsha(shapeSha, [`b0:{${id}}`], ["1", "100000000", "3600000"]) },
     { name: "floodgate upstashStore (@upstash/redis via bridge)", floor: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: (id) => fgUp.limit(id) },
   ];
 

@@ -1,7 +1,7 @@
 // HTTP overhead benchmark (a harness, not a test): for each framework, a hello route without a
 // limiter, with Floodgate and with the framework's usual peer, measured with autocannon on
 // loopback in the same run, the three alternated round by round. Prints a Markdown table.
-//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5] [--only hono|express|koa]
+//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5] [--only hono|express|koa] [--floors]
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -15,7 +15,11 @@ const ROUNDS = option("rounds", 3);
 const SECONDS = option("seconds", 5);
 const only = args.indexOf("--only");
 const FRAMEWORKS = (["hono", "express", "koa"] as const).filter((f) => only === -1 || args[only + 1] === f);
-const VARIANTS = ["none", "floodgate", "peer"] as const;
+// `--floors` adds the two reference middlewares of bench/http/server.ts: `headers` (five constant
+// headers shaped like Floodgate's defaults, set the way @floodgate/<framework> sets them) and
+// `floor` (those, plus reading what any limiter reads): what no limiter with these headers can beat.
+const VARIANTS = args.includes("--floors") ? (["none", "floodgate", "peer", "headers", "floor"] as const) : (["none", "floodgate", "peer"] as const);
+const LABELS: Record<string, string> = { none: "no limiter", headers: "floor: the five default headers only", floor: "floor: headers + reading method, path, socket" };
 const PEERS = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -80,7 +84,7 @@ for (const framework of FRAMEWORKS) {
     const s = samples[`${framework}/${variant}`]!;
     const rps = median(s.rps);
     const cpu = median(s.cpu);
-    const name = variant === "none" ? "no limiter" : variant === "floodgate" ? "@floodgate/" + framework : PEERS[framework];
+    const name = variant === "floodgate" ? "@floodgate/" + framework : variant === "peer" ? PEERS[framework] : LABELS[variant]!;
     const added = variant === "none" ? "" : (1e6 / rps - 1e6 / base).toFixed(1);
     const addedCpu = variant === "none" ? "" : (cpu - baseCpu).toFixed(1);
     console.log(`| ${framework} | ${name} | ${Math.round(rps)} | ${median(s.p99)} | ${((rps / base) * 100).toFixed(0)}% | ${added} | ${cpu.toFixed(1)} | ${addedCpu} |`);
