@@ -193,6 +193,20 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         expect((await limiter.peek("b")).allowed).toBe(false);
       });
 
+      it("remaining stays >= 0 when a lowered limit reads state charged under a larger one (same prefix)", async () => {
+        const prefix = uniquePrefix();
+        const before = createRateLimiter({ policy: hourly(kind, 10), store: server, prefix });
+        const after = createRateLimiter({ policy: hourly(kind, 4), store: server, prefix });
+        expect((await before.limit("lowered", { cost: 10 })).allowed).toBe(true);
+        const peeked = await after.peek("lowered");
+        expect(peeked.allowed).toBe(false);
+        expect(peeked.remaining).toBe(0);
+        const denied = await after.limit("lowered");
+        expect(denied.allowed).toBe(false);
+        expect(denied.remaining).toBe(0);
+        expect(denied.policies[0]!.remaining).toBe(0);
+      });
+
       it("reset deletes exactly that identifier", async () => {
         const prefix = uniquePrefix();
         const limiter = createRateLimiter({ policy: hourly(kind, 2), store: server, prefix });

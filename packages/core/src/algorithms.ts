@@ -91,7 +91,8 @@ export const FIXED_WINDOW: Algorithm = {
       out[i] = 0;
       out[i + 3] = cost > limit ? NEVER : ceilMs(end - now);
     }
-    out[i + 1] = limit - count;
+    // Above the limit only when a lowered limit reads state charged under a larger one.
+    out[i + 1] = Math.max(0, limit - count);
     return end;
   },
   refund(p, s, o, _log, now, cost) {
@@ -221,7 +222,7 @@ export const SLIDING_LOG: Algorithm = {
       out[i] = 0;
       out[i + 3] = cost > limit ? NEVER : ceilMs(entries[ringIndex(head, count + cost - limit - 1, capacity)]! + size - now);
     }
-    out[i + 1] = limit - count;
+    out[i + 1] = Math.max(0, limit - count);
     out[i + 2] = count > 0 ? ceilMs(entries[ringIndex(head, count - 1, capacity)]! + size) : ceilMs(now);
     return at + size;
   },

@@ -98,7 +98,7 @@ end
 const FIXED_WINDOW: Fragments = /* @__PURE__ */ (() => ({
   eval: `${FW_READ}local wend = (index + 1) * size
 ok = count + cost <= L
-out[i], out[i + 1], out[i + 2] = ok and 1 or 0, L - count, ceil(wend / 1000)
+out[i], out[i + 1], out[i + 2] = ok and 1 or 0, max(0, L - count), ceil(wend / 1000)
 if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] = ceil((wend - now) / 1000) end
 a, b = index, count
 `,
@@ -190,7 +190,7 @@ if last then
   end
 end
 ok = count + cost <= L
-out[i], out[i + 1] = ok and 1 or 0, L - count
+out[i], out[i + 1] = ok and 1 or 0, max(0, L - count)
 if count > 0 then out[i + 2] = ceil((last + size) / 1000) else out[i + 2] = ceil(now / 1000) end
 if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else
   out[i + 3] = ceil((tonumber(redis.call("LINDEX", k, fmt("%d", count + cost - L - 1))) + size - now) / 1000)
@@ -299,10 +299,10 @@ export interface LuaScript {
  */
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
   "token-bucket": "780a6807fc52e08ff6a4662d362acb3413f9ba22",
-  "fixed-window": "d0c0877fb2b3f89cf647b1b8778992b75b45306d",
+  "fixed-window": "878a1e60c6be3834a5a6e714b77c1b148570c7c0",
   "sliding-window": "1111337b1e4e609243a0f0dccb04350b50f57b65",
-  "sliding-log": "78f4b07d6802b1e400ec2f3d35c865fa5351132d",
-  multi: "e2c82b0df92ca30f16cf69299badcabb7fc36243",
+  "sliding-log": "13a2e8f275ee717b7586a3efdbe459fd503eca0f",
+  multi: "6e72c9eb71b4124ec0659c4c101f12169bc05341",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;
