@@ -179,6 +179,50 @@ describe("bad options are rejected at construction, naming the option, the value
   });
 });
 
+describe("token-bucket refill rates and capacities validation accepts keep the arithmetic exact", () => {
+  // Beyond 2^53 µs a bucket's arrival time is no longer an exact double: refillRate 1e-300 made
+  // every interval Infinity and admitted everything; huge capacities over-admitted by a token.
+  it.each<[number, number]>([
+    [1000, 1e-300],
+    [1000, 3e-12],
+    [1, 1e-15],
+    [2 ** 53 - 1, 1_000_000],
+  ])("capacity %d at %d per second is rejected at construction", (capacity, refillRate) => {
+    expectError(() => tokenBucket({ capacity, refillRate }), "INVALID_OPTION", "`capacity`", "`refillRate`", "too large");
+  });
+
+  it("every accepted bucket admits exactly its capacity at once, then one token per interval", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 2 ** 51 })),
+        fc.oneof(fc.double({ min: 1e-12, max: 1_000_000, noNaN: true }), fc.constantFrom(1e-300, 5e-324, 1e-9, 1_000_000)),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        async (capacity, refillRate, fraction) => {
+          let policy: Policy;
+          try {
+            policy = tokenBucket({ capacity, refillRate });
+          } catch (error) {
+            expect((error as FloodgateError).code).toBe("INVALID_OPTION");
+            return;
+          }
+          const interval = Math.round(policy.intervalMs * 1000);
+          expect(capacity * interval).toBeLessThanOrEqual(2 ** 51);
+          const now = START + fraction;
+          const limiter = createRateLimiter({ policy, clock: () => now });
+          const full = await limiter.limit("k", { cost: capacity });
+          expect(full.allowed).toBe(true);
+          expect(full.remaining).toBe(0);
+          const next = await limiter.limit("k");
+          expect(next.allowed).toBe(false);
+          expect(next.remaining).toBe(0);
+          expect(next.retryAfterMs).toBe(Math.ceil(interval / 1000));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
 describe("bad calls throw a clear error and change no state", () => {
   it.each([
     ["", "key", '""'],

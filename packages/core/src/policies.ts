@@ -29,6 +29,11 @@ export interface Policy {
 
 /** Keeps the sliding-window arithmetic exact in doubles (and in Redis's Lua). */
 const MAX_LIMIT_TIMES_WINDOW = 2 ** 50;
+/**
+ * Most µs a token bucket takes to refill from empty (capacity × µs per token, ~71 years): keeps
+ * the arrival time, now + up to twice that, an exact integer in doubles (and in Redis's Lua).
+ */
+const MAX_BUCKET_US = 2 ** 51;
 
 const LIMIT: OptionSpec = [/* @__PURE__ */ whole(1), "a whole number >= 1", 1];
 const NAME: OptionSpec = [(v) => typeof v === "string" && /^[A-Za-z0-9._:/-]{1,64}$/.test(v), "1 to 64 characters from A-Z a-z 0-9 . _ : / -"];
@@ -74,6 +79,12 @@ export interface WindowPolicyOptions {
 export function tokenBucket(options: TokenBucketOptions): Policy {
   const o = parseOptions<TokenBucketOptions>(options, "tokenBucket()", TOKEN_BUCKET_OPTIONS);
   const intervalUs = Math.max(1, Math.round(1_000_000 / o.refillRate));
+  if (o.capacity * intervalUs > MAX_BUCKET_US) {
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `tokenBucket(): \`capacity\` / \`refillRate\` is too large (${o.capacity} tokens at ${o.refillRate} per second); expected the time to refill from empty, capacity × ${intervalUs} µs per token, <= ${MAX_BUCKET_US} µs (about 71 years).`,
+    );
+  }
   const intervalMs = intervalUs / 1000;
   return Object.freeze({
     kind: "token-bucket" as const,
