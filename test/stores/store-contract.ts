@@ -229,6 +229,20 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         await limiter.reset("never-seen");
       });
 
+      it("identifiers with lone surrogates address only their own state (UTF-8 would turn them into U+FFFD)", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 2), store: server, prefix: uniquePrefix() });
+        const ids = ["victim\uFFFD", "victim\uD800", "victim\uDC00", "victim\uDC00\uD800", "victim%uD800", "victim\uFFFD\uFFFD"];
+        await limiter.limit(ids[0]!, { cost: 2 });
+        for (const id of ids.slice(1)) expect((await limiter.peek(id)).remaining, JSON.stringify(id)).toBe(2);
+        await limiter.limit(ids[1]!, { cost: 2 });
+        await limiter.reset(ids[0]!);
+        expect((await limiter.peek(ids[1]!)).remaining).toBe(0);
+        for (const id of [ids[0]!, ...ids.slice(2)]) expect((await limiter.peek(id)).remaining, JSON.stringify(id)).toBe(2);
+        // A well-formed pair is just a character, as before.
+        await limiter.limit("emoji\uD83D\uDE00", { cost: 2 });
+        expect((await limiter.peek("emoji\u{1F600}")).remaining).toBe(0);
+      });
+
       it("keys carry a TTL no longer than the algorithm needs", async () => {
         if (h.pttl === undefined) return;
         const prefix = uniquePrefix();
