@@ -563,7 +563,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const consume = (rule: CompiledRule<Raw>, key: string, cost: number, req: RateLimitRequest<Raw>): Outcome | Promise<Outcome> => {
     const breaker = rule.breaker;
     const store = rule.limiter.store;
-    const openMs = breaker?.openFor(clock()) ?? 0;
+    const openMs = breaker?.admit(clock()) ?? 0;
     if (openMs > 0) {
       return storeFailed(rule, key, cost, req, new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`), true);
     }

@@ -23,6 +23,17 @@ export class CircuitBreaker {
     return this.#openUntil > nowMs ? this.#openUntil - nowMs : 0;
   }
 
+  /**
+   * Before a store call: ms left open (do not call), or 0 (call). After the cool-down, the first
+   * call is the one probe: the circuit stays open to the others until it settles (or, should it
+   * never settle, for another cool-down).
+   */
+  admit(nowMs: number): number {
+    const open = this.openFor(nowMs);
+    if (open === 0 && this.#failures >= this.threshold) this.#openUntil = nowMs + this.cooldownMs;
+    return open;
+  }
+
   success(): void {
     this.#failures = 0;
     this.#openUntil = 0;

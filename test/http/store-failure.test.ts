@@ -1,0 +1,67 @@
+// The store-failure policy's edges, on the framework-neutral HTTP layer: the circuit breaker's
+// half-open probe, odd rejection values, and hooks that fail.
+import { createHttpRateLimiter, fixedWindow, memoryStore, type RateLimitStore } from "@floodgate/core";
+import { describe, expect, it } from "vitest";
+
+const ACCESS = { method: () => "GET", path: () => "/x", header: () => undefined };
+const perMinute = (limit: number) => fixedWindow({ limit, window: "1m" });
+
+/** A memory store whose consume can be told to reject, or to hang until released. */
+function controlledStore() {
+  const inner = memoryStore();
+  const hanging: Array<(error: unknown) => void> = [];
+  const store = {
+    name: "controlled",
+    mode: "ok" as "ok" | "throw" | "hang",
+    calls: 0,
+    hanging,
+    consume(...args: Parameters<RateLimitStore["consume"]>) {
+      store.calls++;
+      if (store.mode === "throw") return Promise.reject(new Error("down"));
+      if (store.mode === "hang") return new Promise<never>((_, reject) => { hanging.push(reject); });
+      return Promise.resolve(inner.consume(...args));
+    },
+    peek: (...args: Parameters<RateLimitStore["peek"]>) => inner.peek(...args),
+    refund: (...args: Parameters<RateLimitStore["refund"]>) => inner.refund(...args),
+    reset: (...args: Parameters<RateLimitStore["reset"]>) => inner.reset(...args),
+  };
+  return store;
+}
+
+describe("circuit breaker", () => {
+  it("after the cool-down, one call probes the store; concurrent requests meanwhile do not call it", async () => {
+    let now = 1_000_000;
+    const store = controlledStore();
+    store.mode = "throw";
+    const http = createHttpRateLimiter(
+      { store, policy: perMinute(5), onStoreError: "allow", circuitBreaker: { failures: 2, cooldownMs: 1000 }, clock: () => now, warnings: false },
+      ACCESS,
+    );
+    await http.check({}, "192.0.2.1");
+    await http.check({}, "192.0.2.1");
+    await http.check({}, "192.0.2.1"); // open: not called
+    expect(store.calls).toBe(2);
+
+    now += 1000;
+    store.mode = "hang";
+    const probe = http.check({}, "192.0.2.1");
+    const others = [http.check({}, "192.0.2.1"), http.check({}, "192.0.2.1")];
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(store.calls).toBe(3); // the probe only
+    expect((await Promise.all(others)).map((r) => r?.source)).toEqual(["allow", "allow"]);
+
+    // The probe fails: open again for a whole cool-down.
+    store.hanging[0]!(new Error("still down"));
+    expect((await probe)?.source).toBe("allow");
+    now += 999;
+    await http.check({}, "192.0.2.1");
+    expect(store.calls).toBe(3);
+
+    // The next probe succeeds: closed, every request calls the store again.
+    now += 1;
+    store.mode = "ok";
+    expect((await http.check({}, "192.0.2.1"))?.source).toBe("store");
+    expect((await http.check({}, "192.0.2.1"))?.source).toBe("store");
+    expect(store.calls).toBe(5);
+  });
+});
