@@ -65,3 +65,54 @@ describe("circuit breaker", () => {
     expect(store.calls).toBe(5);
   });
 });
+
+/** Collects the unhandled rejections that happen while `run` (and a few timer turns after it) runs. */
+async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  const listener = (reason: unknown) => { seen.push(reason); };
+  process.on("unhandledRejection", listener);
+  try {
+    await run();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  } finally {
+    process.off("unhandledRejection", listener);
+  }
+  return seen;
+}
+
+describe("a store that rejects with a value that is not an Error", () => {
+  // An object without a prototype cannot be turned into a string: String(value) throws.
+  const odd = () => Object.create(null) as object;
+
+  it.each([["a string", () => "down"], ["undefined", () => undefined], ["an object without a prototype", odd]])(
+    "%s: the store-error policy decides, the request does not fail",
+    async (_name, value) => {
+      const store: RateLimitStore = { name: "odd", consume: () => Promise.reject(value()), peek: async () => [], refund: async () => {}, reset: async () => {} };
+      const errors: string[] = [];
+      const http = createHttpRateLimiter({ store, policy: perMinute(5), onStoreError: (error) => { errors.push(error.code); return "allow"; }, warnings: false }, ACCESS);
+      expect((await http.check({}, "192.0.2.1"))?.source).toBe("allow");
+      expect(errors).toEqual(["STORE_ERROR"]);
+    },
+  );
+
+  it("a refund the store rejects so is reported to onStoreError, never an unhandled rejection", async () => {
+    const inner = memoryStore();
+    const store: RateLimitStore = {
+      name: "odd",
+      consume: (...args) => Promise.resolve(inner.consume(...args)),
+      peek: (...args) => inner.peek(...args),
+      refund: () => Promise.reject(odd()),
+      reset: async () => {},
+    };
+    const errors: string[] = [];
+    const http = createHttpRateLimiter(
+      { store, policy: perMinute(5), skipFailedRequests: true, onStoreError: (error) => { errors.push(error.code); }, warnings: false },
+      ACCESS,
+    );
+    const unhandled = await unhandledDuring(async () => {
+      (await http.check({}, "192.0.2.1"))!.settle(500);
+    });
+    expect(unhandled).toEqual([]);
+    expect(errors).toEqual(["STORE_ERROR"]);
+  });
+});

@@ -1,4 +1,4 @@
-import { FloodgateError } from "../errors.ts";
+import { describeValue, FloodgateError } from "../errors.ts";
 
 /** What to do when the store fails, times out, or its circuit is open. */
 export type StoreErrorAction = "allow" | "deny" | "fallback";
@@ -66,6 +66,11 @@ export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, storeName
 export function toStoreError(error: unknown, storeName: string): FloodgateError {
   // STORE_TIMEOUT, STORE_UNAVAILABLE or STORE_ERROR already.
   if (error instanceof FloodgateError && error.code.startsWith("STORE_")) return error;
-  const text = error instanceof Error ? error.message : String(error);
+  let text: string;
+  try {
+    text = error instanceof Error ? error.message : String(error);
+  } catch {
+    text = describeValue(error); // e.g. an object without a prototype: String() throws
+  }
   return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${text}`, { cause: error });
 }
