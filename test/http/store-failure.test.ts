@@ -116,3 +116,32 @@ describe("a store that rejects with a value that is not an Error", () => {
     expect(errors).toEqual(["STORE_ERROR"]);
   });
 });
+
+describe("hooks that fail", () => {
+  it("async hooks that reject are logged like hooks that throw, never an unhandled rejection", async () => {
+    const logs: string[] = [];
+    const rejecting = (name: string) => async () => { throw new Error(`${name} failed`); };
+    const store: RateLimitStore = { name: "down", consume: () => Promise.reject(new Error("down")), peek: async () => [], refund: async () => {}, reset: async () => {} };
+    const http = createHttpRateLimiter(
+      {
+        store,
+        policy: perMinute(1),
+        // Typed as returning void/an action; an async function is what users will pass anyway.
+        onStoreError: rejecting("onStoreError") as never,
+        onDecision: rejecting("onDecision"),
+        onLimited: rejecting("onLimited"),
+        logger: { warn: (message) => { logs.push(message); } },
+        warnings: false,
+      },
+      ACCESS,
+    );
+    const unhandled = await unhandledDuring(async () => {
+      expect((await http.check({}, "192.0.2.1"))?.allowed).toBe(true); // fallback: 1 of 1
+      expect((await http.check({}, "192.0.2.1"))?.allowed).toBe(false);
+    });
+    expect(unhandled).toEqual([]);
+    expect(logs.filter((l) => l.includes("onStoreError failed"))).toHaveLength(2);
+    expect(logs.filter((l) => l.includes("onDecision failed"))).toHaveLength(2);
+    expect(logs.filter((l) => l.includes("onLimited failed"))).toHaveLength(1);
+  });
+});
