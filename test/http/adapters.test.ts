@@ -199,3 +199,17 @@ describe("a client that disconnects before the response counts as failed", () =>
     expect(await run(make(false))).toEqual([200, 200, 429, 429, 429]);
   });
 });
+
+describe("hono: an error that escapes the app is a failed request", () => {
+  it.each([
+    ["a thrown non-Error", (app: Hono) => app.get("/", () => { throw "boom"; })],
+    ["an onError that rethrows", (app: Hono) => { app.get("/", () => { throw new Error("boom"); }); app.onError((error) => { throw error; }); }],
+  ])("%s is refunded under skipFailedRequests", async (_name, route) => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }) });
+    const app = new Hono();
+    app.use(honoRateLimit({ limiter, skipFailedRequests: true, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+    route(app);
+    for (let i = 0; i < 3; i++) await expect(Promise.resolve(app.request("/"))).rejects.toBeDefined();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(2);
+  });
+});

@@ -61,7 +61,12 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
     // handler returns (raw ones too) without a Headers object per request; elsewhere, prepared
     // before the handler, so c.text()/c.json() build the response with them at once.
     for (let i = 0; i < headers.length; i += 2) onNode ? outgoing!.setHeader(headers[i]!, headers[i + 1]!) : c.header(headers[i]!, headers[i + 1]!);
-    await next();
+    try {
+      await next();
+    } catch (error) {
+      result.settle(500); // an error that escapes the app: the runtime answers 500
+      throw error;
+    }
     if (result.settles) result.settle(c.req.raw.signal?.aborted ? 0 : c.res.status); // gone client: failed
     // A handler that returned its own Response skipped the prepared headers: add them to it.
     if (onNode || headers.length === 0 || c.res.headers.has(headers[0]!)) return;
