@@ -213,3 +213,32 @@ describe("hono: an error that escapes the app is a failed request", () => {
     expect((await limiter.peek("127.0.0.1")).remaining).toBe(2);
   });
 });
+
+describe("fetch wrapper: a streamed body settles when it is sent, not when the handler returns", () => {
+  const chunks = (n: number) => {
+    let sent = 0;
+    return new ReadableStream<Uint8Array>({ pull(c) { if (sent++ < n) c.enqueue(new TextEncoder().encode("x")); else c.close(); } });
+  };
+
+  it("a client that goes away mid-body is refunded under skipFailedRequests", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const handler = withRateLimit(() => new Response(chunks(100)), { limiter, skipFailedRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
+    const response = await handler(new Request("http://localhost/"));
+    const reader = response.body!.getReader();
+    await reader.read();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(0);
+    await reader.cancel(); // what a runtime does when the client disconnects
+    await vi.waitFor(async () => expect((await limiter.peek("127.0.0.1")).remaining).toBe(1));
+  });
+
+  it("a body sent to the end is settled with its status, once", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const handler = withRateLimit(() => new Response(chunks(3)), { limiter, skipSuccessfulRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
+    for (let i = 0; i < 3; i++) {
+      const response = await handler(new Request("http://localhost/"));
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe("xxx");
+      expect((await limiter.peek("127.0.0.1")).remaining).toBe(1);
+    }
+  });
+});
