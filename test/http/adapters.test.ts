@@ -242,3 +242,38 @@ describe("fetch wrapper: a streamed body settles when it is sent, not when the h
     }
   });
 });
+
+describe("hono: a streamed body settles when it is sent, not when the handler returns", () => {
+  const slowBody = () => new ReadableStream<Uint8Array>({
+    async pull(c) { await new Promise((r) => setTimeout(r, 5)); c.enqueue(new TextEncoder().encode("x".repeat(100))); },
+  });
+  const build = (limiter: ReturnType<typeof createRateLimiter>, options: { getConnInfo?: () => { remote: { address: string } } } = {}) => {
+    const app = new Hono();
+    app.use(honoRateLimit({ limiter, skipFailedRequests: true, warnings: false, ...options }));
+    app.get("/", () => new Response(slowBody()));
+    return app;
+  };
+
+  it("on @hono/node-server: a client that goes away mid-body is refunded under skipFailedRequests", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const server = serve({ fetch: build(limiter).fetch, port: 0, hostname: "127.0.0.1" }) as Server;
+    servers.push(server);
+    await new Promise((resolve) => server.once("listening", resolve));
+    const abort = new AbortController();
+    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { signal: abort.signal });
+    await response.body!.getReader().read();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(0);
+    abort.abort();
+    await vi.waitFor(async () => expect((await limiter.peek("127.0.0.1")).remaining).toBe(1));
+  });
+
+  it("elsewhere (app.request): a body cancelled mid-way is refunded under skipFailedRequests", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const app = build(limiter, { getConnInfo: () => ({ remote: { address: "127.0.0.1" } }) });
+    const reader = (await app.request("/")).body!.getReader();
+    await reader.read();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(0);
+    await reader.cancel();
+    await vi.waitFor(async () => expect((await limiter.peek("127.0.0.1")).remaining).toBe(1));
+  });
+});

@@ -52,7 +52,7 @@ function withHeaders(response: Response, headers: readonly string[]): Response {
  * gone already); else when its body has been read to the end (its status), or cancelled or
  * failed on the way (0: the client disconnected early), as Node's `close` before `finish` does.
  */
-function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
+export function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
   const body = response.body;
   if (signal?.aborted || body === null) {
     result.settle(signal?.aborted ? 0 : response.status);
