@@ -199,3 +199,81 @@ describe("a client that disconnects before the response counts as failed", () =>
     expect(await run(make(false))).toEqual([200, 200, 429, 429, 429]);
   });
 });
+
+describe("hono: an error that escapes the app is a failed request", () => {
+  it.each([
+    ["a thrown non-Error", (app: Hono) => app.get("/", () => { throw "boom"; })],
+    ["an onError that rethrows", (app: Hono) => { app.get("/", () => { throw new Error("boom"); }); app.onError((error) => { throw error; }); }],
+  ])("%s is refunded under skipFailedRequests", async (_name, route) => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }) });
+    const app = new Hono();
+    app.use(honoRateLimit({ limiter, skipFailedRequests: true, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+    route(app);
+    for (let i = 0; i < 3; i++) await expect(Promise.resolve(app.request("/"))).rejects.toBeDefined();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(2);
+  });
+});
+
+describe("fetch wrapper: a streamed body settles when it is sent, not when the handler returns", () => {
+  const chunks = (n: number) => {
+    let sent = 0;
+    return new ReadableStream<Uint8Array>({ pull(c) { if (sent++ < n) c.enqueue(new TextEncoder().encode("x")); else c.close(); } });
+  };
+
+  it("a client that goes away mid-body is refunded under skipFailedRequests", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const handler = withRateLimit(() => new Response(chunks(100)), { limiter, skipFailedRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
+    const response = await handler(new Request("http://localhost/"));
+    const reader = response.body!.getReader();
+    await reader.read();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(0);
+    await reader.cancel(); // what a runtime does when the client disconnects
+    await vi.waitFor(async () => expect((await limiter.peek("127.0.0.1")).remaining).toBe(1));
+  });
+
+  it("a body sent to the end is settled with its status, once", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const handler = withRateLimit(() => new Response(chunks(3)), { limiter, skipSuccessfulRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
+    for (let i = 0; i < 3; i++) {
+      const response = await handler(new Request("http://localhost/"));
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe("xxx");
+      expect((await limiter.peek("127.0.0.1")).remaining).toBe(1);
+    }
+  });
+});
+
+describe("hono: a streamed body settles when it is sent, not when the handler returns", () => {
+  const slowBody = () => new ReadableStream<Uint8Array>({
+    async pull(c) { await new Promise((r) => setTimeout(r, 5)); c.enqueue(new TextEncoder().encode("x".repeat(100))); },
+  });
+  const build = (limiter: ReturnType<typeof createRateLimiter>, options: { getConnInfo?: () => { remote: { address: string } } } = {}) => {
+    const app = new Hono();
+    app.use(honoRateLimit({ limiter, skipFailedRequests: true, warnings: false, ...options }));
+    app.get("/", () => new Response(slowBody()));
+    return app;
+  };
+
+  it("on @hono/node-server: a client that goes away mid-body is refunded under skipFailedRequests", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const server = serve({ fetch: build(limiter).fetch, port: 0, hostname: "127.0.0.1" }) as Server;
+    servers.push(server);
+    await new Promise((resolve) => server.once("listening", resolve));
+    const abort = new AbortController();
+    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { signal: abort.signal });
+    await response.body!.getReader().read();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(0);
+    abort.abort();
+    await vi.waitFor(async () => expect((await limiter.peek("127.0.0.1")).remaining).toBe(1));
+  });
+
+  it("elsewhere (app.request): a body cancelled mid-way is refunded under skipFailedRequests", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const app = build(limiter, { getConnInfo: () => ({ remote: { address: "127.0.0.1" } }) });
+    const reader = (await app.request("/")).body!.getReader();
+    await reader.read();
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(0);
+    await reader.cancel();
+    await vi.waitFor(async () => expect((await limiter.peek("127.0.0.1")).remaining).toBe(1));
+  });
+});

@@ -1,5 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRateLimiter, fixedWindow } from "../../packages/core/src/index.ts";
 import { DenyCache } from "../../packages/core/src/redis/deny-cache.ts";
+import { uniquePrefix } from "../stores/store-contract.ts";
+import { ioredisHarness, type RedisHarness } from "./harness.ts";
 
 // One policy, limit 5: [allowed, p.allowed, remaining, resetAt, retryAfterMs]
 const denied = (retry: number): number[] => [0, 0, 0, 5000, retry];
@@ -51,5 +54,28 @@ describe("DenyCache", () => {
     cache.remember("k", 1, 1, 0, result, [5, 5, 5]);
     expect(cache.check("k", 1, 1, 700)).toEqual([0, 1, 4, 100, 0, 0, 0, 900, 100, 0, 0, 500, 1]);
     expect(cache.check("k", 1, 1, 799)).toBeUndefined();
+  });
+});
+
+describe("deny cache on a real Redis: this process's refund or reset while a denial is in flight", () => {
+  let h: RedisHarness;
+  beforeAll(async () => {
+    h = await ioredisHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it.each(["refund", "reset"] as const)("%s sent after the denied consume: the denial is not remembered (the store admits again)", async (op) => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1h" }), store: h.store("server"), prefix: uniquePrefix() });
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    // One connection, so Redis runs them in this order: the consume is denied, then the
+    // refund/reset gives the unit back. The denial's reply arrives after the refund was sent.
+    const denied = limiter.limit("k");
+    const undo = op === "refund" ? limiter.refund("k") : limiter.reset("k");
+    expect((await denied).allowed).toBe(false);
+    await undo;
+    expect((await limiter.peek("k")).remaining).toBe(1);
+    expect((await limiter.limit("k")).allowed).toBe(true);
   });
 });

@@ -2,7 +2,7 @@
  * @module
  * Floodgate rate limiting for Hono: a translation layer over `@floodgate/core`.
  */
-import { createHttpRateLimiter, toFetchResponse, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, toFetchResponse, type HttpRateLimitOptions, type NodeResponseLike, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
 import type { Context, Env, MiddlewareHandler } from "hono";
 
 /**
@@ -61,8 +61,16 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
     // handler returns (raw ones too) without a Headers object per request; elsewhere, prepared
     // before the handler, so c.text()/c.json() build the response with them at once.
     for (let i = 0; i < headers.length; i += 2) onNode ? outgoing!.setHeader(headers[i]!, headers[i + 1]!) : c.header(headers[i]!, headers[i + 1]!);
-    await next();
-    if (result.settles) result.settle(c.req.raw.signal?.aborted ? 0 : c.res.status); // gone client: failed
+    // On Node, settled when the response closes (0: the client left before it was sent); elsewhere
+    // when the handler returns (0 if the client has gone by then).
+    if (onNode) settleOnClose(result, outgoing as unknown as NodeResponseLike);
+    try {
+      await next();
+    } catch (error) {
+      result.settle(500); // an error that escapes the app: the runtime answers 500
+      throw error;
+    }
+    if (result.settles && !onNode) result.settle(c.req.raw.signal?.aborted ? 0 : c.res.status);
     // A handler that returned its own Response skipped the prepared headers: add them to it.
     if (onNode || headers.length === 0 || c.res.headers.has(headers[0]!)) return;
     try {

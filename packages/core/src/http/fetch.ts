@@ -47,6 +47,43 @@ function withHeaders(response: Response, headers: readonly string[]): Response {
   return target;
 }
 
+/**
+ * Settles `result` once `response` has been sent: at once when it has no body (or the client is
+ * gone already); else when its body has been read to the end (its status), or cancelled or
+ * failed on the way (0: the client disconnected early), as Node's `close` before `finish` does.
+ */
+export function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
+  const body = response.body;
+  if (signal?.aborted || body === null) {
+    result.settle(signal?.aborted ? 0 : response.status);
+    return response;
+  }
+  const status = response.status;
+  const reader = body.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        result.settle(0);
+        throw error;
+      }
+      if (chunk.done) {
+        result.settle(status);
+        controller.close();
+      } else {
+        controller.enqueue(chunk.value);
+      }
+    },
+    cancel(reason) {
+      result.settle(0);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(stream, response);
+}
+
 /** The limited response as a fetch `Response`. */
 export function toFetchResponse(result: RateLimitResult): Response {
   const denied = result.response!;
@@ -86,8 +123,8 @@ export function withRateLimit<Rest extends unknown[]>(
       result.settle(500);
       throw error;
     }
-    // A client that went away before the response counts as failed (status 0), as on Node's `close`.
-    if (result.settles) result.settle(request.signal?.aborted ? 0 : response.status);
+    // A client that went away before the response was sent counts as failed (status 0), as on Node's `close`.
+    if (result.settles) response = settleAfterBody(result, response, request.signal);
     return result.headers.length === 0 ? response : withHeaders(response, result.headers);
   };
 }

@@ -522,12 +522,18 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const bodyTail = problem ? "}" : "}}";
   const fixedBody = typeof o.message === "object" ? JSON.stringify(o.message) : undefined;
 
+  const hookFailed = (name: string, error: unknown): void => {
+    try { warnings.logger.warn(`[floodgate] the ${name} hook threw: ${error instanceof Error ? error.message : String(error)}`); } catch { /* ignore */ }
+  };
   const callHook = (name: string, hook: ((...args: never[]) => unknown) | undefined, ...args: unknown[]): unknown => {
     if (hook === undefined) return undefined;
     try {
-      return (hook as (...a: unknown[]) => unknown)(...args);
+      const returned = (hook as (...a: unknown[]) => unknown)(...args);
+      // An async hook's rejection is logged too, never left unhandled in the host app.
+      if (isThenable(returned as MaybePromise<unknown>)) (returned as Promise<unknown>).then(undefined, (error: unknown) => hookFailed(name, error));
+      return returned;
     } catch (error) {
-      try { warnings.logger.warn(`[floodgate] the ${name} hook threw: ${error instanceof Error ? error.message : String(error)}`); } catch { /* ignore */ }
+      hookFailed(name, error);
       return undefined;
     }
   };
@@ -563,7 +569,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const consume = (rule: CompiledRule<Raw>, key: string, cost: number, req: RateLimitRequest<Raw>): Outcome | Promise<Outcome> => {
     const breaker = rule.breaker;
     const store = rule.limiter.store;
-    const openMs = breaker?.openFor(clock()) ?? 0;
+    const openMs = breaker?.admit(clock()) ?? 0;
     if (openMs > 0) {
       return storeFailed(rule, key, cost, req, new FloodgateError("STORE_UNAVAILABLE", `The ${store.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`), true);
     }

@@ -1,4 +1,4 @@
-import { FloodgateError } from "../errors.ts";
+import { describeValue, FloodgateError } from "../errors.ts";
 
 /** What to do when the store fails, times out, or its circuit is open. */
 export type StoreErrorAction = "allow" | "deny" | "fallback";
@@ -21,6 +21,17 @@ export class CircuitBreaker {
   /** Ms left open at `nowMs`, or 0 when the store may be called. */
   openFor(nowMs: number): number {
     return this.#openUntil > nowMs ? this.#openUntil - nowMs : 0;
+  }
+
+  /**
+   * Before a store call: ms left open (do not call), or 0 (call). After the cool-down, the first
+   * call is the one probe: the circuit stays open to the others until it settles (or, should it
+   * never settle, for another cool-down).
+   */
+  admit(nowMs: number): number {
+    const open = this.openFor(nowMs);
+    if (open === 0 && this.#failures >= this.threshold) this.#openUntil = nowMs + this.cooldownMs;
+    return open;
   }
 
   success(): void {
@@ -55,6 +66,11 @@ export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, storeName
 export function toStoreError(error: unknown, storeName: string): FloodgateError {
   // STORE_TIMEOUT, STORE_UNAVAILABLE or STORE_ERROR already.
   if (error instanceof FloodgateError && error.code.startsWith("STORE_")) return error;
-  const text = error instanceof Error ? error.message : String(error);
+  let text: string;
+  try {
+    text = error instanceof Error ? error.message : String(error);
+  } catch {
+    text = describeValue(error); // e.g. an object without a prototype: String() throws
+  }
   return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${text}`, { cause: error });
 }

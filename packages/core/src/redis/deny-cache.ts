@@ -23,14 +23,24 @@ interface Denial {
  * script ran (r is the exact wait rounded up to a whole ms, so the wait exceeds r − 1 ms), and
  * the script ran after the request was sent. So until `sentAt + r − 1` every request of this
  * process costing at least as much is denied too — unless another process resets or refunds
- * the identifier, which this cache cannot see. This process's own reset/refund clear the entry.
+ * the identifier, which this cache cannot see. This process's own reset/refund clear the entry,
+ * and a denial still in flight when one was sent is not remembered (see `generation`).
  */
 export class DenyCache {
   readonly #entries = new Map<string, Denial>();
   readonly #maxKeys: number;
+  #generation = 0;
 
   constructor(maxKeys: number) {
     this.#maxKeys = maxKeys;
+  }
+
+  /**
+   * Changes with every `forget`/`clear`. A denial whose request was sent before a change may
+   * predate this process's own refund or reset of that identifier: not to be remembered.
+   */
+  get generation(): number {
+    return this.#generation;
   }
 
   get size(): number {
@@ -78,10 +88,12 @@ export class DenyCache {
   }
 
   forget(key: string): void {
+    this.#generation++;
     this.#entries.delete(key);
   }
 
   clear(): void {
+    this.#generation++;
     this.#entries.clear();
   }
 }

@@ -156,6 +156,8 @@ export class ScriptStore implements RedisScriptStore {
       args = list;
     }
     const script = prepared.script;
+    // A refund or reset sent while this consume is in flight may run after it in Redis.
+    const generation = remember ? this.#cache!.generation : 0;
     let reply: unknown;
     try {
       reply = await this.#transport.evalsha(script.sha, keys, args);
@@ -172,7 +174,7 @@ export class ScriptStore implements RedisScriptStore {
       throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of integers.`);
     }
     const result = reply as number[];
-    if (remember && result[0] === 0) this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
+    if (remember && result[0] === 0 && this.#cache!.generation === generation) this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
     return result;
   }
 
