@@ -14,6 +14,22 @@ export interface RoutePattern {
 const METHOD = /^[A-Za-z]+$|^\*$/;
 const SEGMENT = /^(?:\*|:[A-Za-z_][A-Za-z0-9_]*|[^*:/]+)$/;
 
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+
+/**
+ * The path of a request-target as servers route it: origin-form (`/a?q`) without its query;
+ * absolute-form (`http://host/a`, which Node passes on as is and Express and Koa route by its
+ * path) without scheme and authority; a fragment (`/a#x`, which they also ignore) dropped.
+ */
+export function targetPath(target: string): string {
+  let p = target;
+  if (p.charCodeAt(0) !== 47 && p.includes("://")) p = p.replace(ABSOLUTE_FORM, "");
+  const q = p.indexOf("?");
+  if (q !== -1) p = p.slice(0, q);
+  const hash = p.indexOf("#");
+  return hash === -1 ? p : p.slice(0, hash);
+}
+
 /** Strips the query, decodes percent-escapes where safe, collapses `//`, drops a trailing `/`. */
 export function normalizePath(path: string, caseSensitive: boolean): string {
   let p = path;
