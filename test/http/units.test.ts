@@ -128,6 +128,21 @@ describe("rules", () => {
     expect(sorted).toEqual(["GET /api/search", "/api/search", "GET /api/:id", "GET /api/*/x", "/api/*", "* /*"]);
   });
 
+  it("an exact path beats a trailing * that also matches it (the * then matches nothing)", () => {
+    const first = (sources: string[], method: string, path: string) =>
+      sources.map((s) => compilePattern(s, false)).sort(compareSpecificity)
+        .find((p) => matchesPattern(p, method, normalizePath(path, false)))?.source;
+    expect(first(["/api/*", "/api"], "GET", "/api")).toBe("/api");
+    expect(first(["/api", "/api/*"], "GET", "/api")).toBe("/api");
+    expect(first(["GET /orders/:id/*", "GET /orders/:id"], "GET", "/orders/7")).toBe("GET /orders/:id");
+    expect(first(["* /*", "/"], "GET", "/")).toBe("/");
+    // Path first, then method: an exact any-method path beats a wildcard with a method.
+    expect(first(["GET /api/*", "/api"], "GET", "/api")).toBe("/api");
+    // The trailing * still wins where it is the only match, and loses to a longer literal.
+    expect(first(["/api/*", "/api"], "GET", "/api/x")).toBe("/api/*");
+    expect(first(["/api/*", "/api/x"], "GET", "/api/x")).toBe("/api/x");
+  });
+
   it("rejects malformed patterns", () => {
     expect(() => compilePattern("GET api", false)).toThrow(/must start with \//);
     expect(() => compilePattern("G-T /a", false)).toThrow(/method/);

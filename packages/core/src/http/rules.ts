@@ -71,26 +71,28 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   const path = normalizePath(pathText, true);
   const segments = path === "/" ? [] : path.slice(1).split("/");
   let regex = segments.length === 0 ? "^/" : "^";
-  const rank = segments.map((segment, i) => {
+  const rank: number[] = segments.map((segment, i) => {
     if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} mixes * or : with text`);
     if (segment === "*") {
       const last = i === segments.length - 1;
       regex += last ? "(?:/.*)?" : "/[^/]+";
-      return last ? 0 : 1;
+      return last ? 0 : 2;
     }
     if (segment[0] === ":") {
       regex += "/[^/]+";
-      return 2;
+      return 3;
     }
     regex += `/${escapeRegex(caseSensitive ? segment : segment.toLowerCase())}`;
-    return 3;
+    return 4;
   });
+  // The end of a path without a trailing * ranks above that *: "/api" beats "/api/*" for "/api".
+  if (segments[segments.length - 1] !== "*") rank.push(1);
   const method = methodText === "*" ? undefined : methodText.toUpperCase();
   rank.push(method === undefined ? 0 : 1);
   return { source, method, regex: new RegExp(`${regex}$`), rank };
 }
 
-/** Orders patterns most specific first: per segment literal > :param > * > trailing *, then longer, then with a method. */
+/** Orders patterns most specific first: per segment literal > :param > * > the path's end > trailing *, then with a method. */
 export function compareSpecificity(a: RoutePattern, b: RoutePattern): number {
   const n = Math.max(a.rank.length, b.rank.length);
   for (let i = 0; i < n; i++) {
