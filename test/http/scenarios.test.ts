@@ -93,6 +93,26 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "HEAD is served by GET routes, so a GET rule counts it (an explicit HEAD rule wins)",
+    options: () => ({
+      rules: {
+        "GET /api/search": perMinute(2, "search"),
+        "HEAD /api/status": perMinute(5, "status-head"),
+        "GET /api/status": perMinute(1, "status"),
+        default: perMinute(9, "rest"),
+      },
+    }),
+    async run(app) {
+      expect((await app.send("/api/search")).status).toBe(200);
+      const head = await app.send("/api/search", { method: "HEAD" });
+      expect(head.status).toBe(200);
+      expect(Object.keys(ietfHeaders(head.headers))).toEqual(["search"]);
+      expect((await app.send("/api/search", { method: "HEAD" })).status).toBe(429);
+      expect((await app.send("/api/search")).status).toBe(429);
+      expect(Object.keys(ietfHeaders((await app.send("/api/status", { method: "HEAD" })).headers))).toEqual(["status-head"]);
+    },
+  },
+  {
     name: "keys of different rules never collide, even when the key and policy names are equal",
     options: () => ({
       key: () => "user-1",

@@ -88,7 +88,8 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   // The end of a path without a trailing * ranks above that *: "/api" beats "/api/*" for "/api".
   if (segments[segments.length - 1] !== "*") rank.push(1);
   const method = methodText === "*" ? undefined : methodText.toUpperCase();
-  rank.push(method === undefined ? 0 : 1);
+  // A method beats any method; HEAD beats GET, the one other method that matches a HEAD request.
+  rank.push(method === undefined ? 0 : method === "HEAD" ? 2 : 1);
   return { source, method, regex: new RegExp(`${regex}$`), rank };
 }
 
@@ -103,7 +104,11 @@ export function compareSpecificity(a: RoutePattern, b: RoutePattern): number {
   return 0;
 }
 
-/** True when the pattern matches a method and an already-normalised path. */
+/**
+ * True when the pattern matches a method and an already-normalised path. A GET pattern also
+ * matches HEAD: Express, Hono and koa-router run GET handlers for HEAD requests.
+ */
 export function matchesPattern(pattern: RoutePattern, method: string, normalizedPath: string): boolean {
-  return (pattern.method === undefined || pattern.method === method) && pattern.regex.test(normalizedPath);
+  const m = pattern.method;
+  return (m === undefined || m === method || (m === "GET" && method === "HEAD")) && pattern.regex.test(normalizedPath);
 }
