@@ -423,6 +423,19 @@ const SCENARIOS: Scenario[] = [
       expect(reply.headers.get("retry-after")).toBe("60");
     },
   },
+  {
+    name: "handler with no body: the status and headers are kept",
+    options: () => ({ policy: perMinute(1), handler: () => ({ headers: { "x-why": "quiet" } }) }),
+    async run(app) {
+      await app.send("/api/x");
+      const reply = await app.send("/api/x");
+      expect(reply.status).toBe(429);
+      expect(reply.body).toBe("");
+      expect(reply.headers.get("x-why")).toBe("quiet");
+      expect(reply.headers.get("retry-after")).toBe("60");
+      expect(legacyHeaders(reply.headers)?.remaining).toBe(0);
+    },
+  },
 ];
 
 describe.each(TARGETS)("$name", (target) => {
