@@ -156,6 +156,22 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "a cost above a limit: Retry-After never points earlier than an exhausted policy's t",
+    options: () => ({
+      policy: [fixedWindow({ limit: 2, window: "1s", name: "burst" }), fixedWindow({ limit: 1, window: "1h", name: "hourly" })],
+      cost: (req) => Number(req.header("x-cost") ?? 1),
+    }),
+    async run(app, env) {
+      expect((await app.send("/api/x")).status).toBe(200);
+      env.advance(600_000);
+      const reply = await app.send("/api/x", { headers: { "x-cost": "5" } });
+      expect(reply.status).toBe(429);
+      const { hourly } = ietfHeaders(reply.headers);
+      expect(hourly).toMatchObject({ r: 0, t: 2160 }); // T0 is 840 s into its hour
+      expect(Number(reply.headers.get("retry-after"))).toBeGreaterThanOrEqual(hourly!.t);
+    },
+  },
+  {
     name: "skip(req): neither counted nor given headers",
     options: () => ({ policy: perMinute(1), skip: (req) => req.header("x-internal") === "1" }),
     async run(app) {
