@@ -447,6 +447,8 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     if ((r.limiter === undefined) === (r.policy === undefined)) {
       throw invalid(`rules.${name}`, rule, "a policy, an array of policies, or an object with exactly one of `policy` and `limiter`");
     }
+    // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
+    const pattern = name === "default" ? undefined : compilePattern(name, caseSensitive);
     const ownPrefix = `${basePrefix}${name}:`;
     const limiter = r.limiter ?? createRateLimiter({
       policy: r.policy!,
@@ -460,7 +462,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     if (seen === undefined) registry.set(limiter.prefix, seen = new WeakSet());
     return {
       name,
-      pattern: name === "default" ? undefined : compilePattern(name, caseSensitive),
+      pattern,
       limiter,
       policies: limiter.policies,
       key: r.key,

@@ -72,6 +72,10 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   const segments = path === "/" ? [] : path.slice(1).split("/");
   let regex = segments.length === 0 ? "^/" : "^";
   const rank: number[] = segments.map((segment, i) => {
+    // Braces cannot be part of a store prefix (Redis hash tags), and "{id}" is usually meant as ":id".
+    if (/[{}]/.test(segment)) {
+      throw invalid(`segment ${JSON.stringify(segment)} contains { or } (write a parameter as ":${segment.replace(/[{}]/g, "")}")`);
+    }
     if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} mixes * or : with text`);
     if (segment === "*") {
       const last = i === segments.length - 1;
