@@ -2,7 +2,7 @@
 // refunds when the client disconnects early, Hono on a real Node server, and the architecture check.
 import { spawnSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, type AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createRateLimiter, fixedWindow, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit } from "@floodgate/express";
@@ -98,6 +98,47 @@ describe("koa", () => {
     app.use((ctx) => { ctx.body = { remaining: ctx.state.rateLimit.remaining }; });
     const base = await listen(createServer(app.callback()));
     expect(await (await fetch(`${base}/x`)).json()).toEqual({ remaining: 2 });
+  });
+});
+
+/** Sends one request with a raw request-target (absolute-form, a fragment...), as fetch() cannot. */
+async function rawStatus(base: string, method: string, target: string): Promise<number> {
+  const { port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), "127.0.0.1", () => {
+      socket.write(`${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    });
+    let reply = "";
+    socket.on("data", (chunk) => { reply += chunk; });
+    socket.on("end", () => resolve(Number(reply.split(" ")[1])));
+    socket.on("error", reject);
+  });
+}
+
+describe("rules see the path the framework routes, whatever form the request-target takes", () => {
+  const rules = { "POST /login": fixedWindow({ limit: 1, window: "1m", name: "login" }), default: fixedWindow({ limit: 100, window: "1m" }) };
+  // Node hands absolute-form targets ("http://host/login") and fragments to the app as they are;
+  // Express and Koa route both to /login, so the login rule must count them too.
+  const targets = ["/login", "http://example.com/login", "/login#x", "HTTP://example.com:80/login?x=1#y"];
+
+  it("express", async () => {
+    const app = express();
+    app.use(expressRateLimit({ rules, warnings: false }));
+    app.post("/login", (_req, res) => { res.send("login"); });
+    const base = await listen(createServer(app));
+    const statuses = [];
+    for (const target of targets) statuses.push(await rawStatus(base, "POST", target));
+    expect(statuses).toEqual([200, 429, 429, 429]);
+  });
+
+  it("koa", async () => {
+    const app = new Koa();
+    app.use(koaRateLimit({ rules, warnings: false }));
+    app.use((ctx) => { ctx.body = ctx.path; });
+    const base = await listen(createServer(app.callback()));
+    const statuses = [];
+    for (const target of targets) statuses.push(await rawStatus(base, "POST", target));
+    expect(statuses).toEqual([200, 429, 429, 429]);
   });
 });
 

@@ -93,6 +93,26 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "HEAD is served by GET routes, so a GET rule counts it (an explicit HEAD rule wins)",
+    options: () => ({
+      rules: {
+        "GET /api/search": perMinute(2, "search"),
+        "HEAD /api/status": perMinute(5, "status-head"),
+        "GET /api/status": perMinute(1, "status"),
+        default: perMinute(9, "rest"),
+      },
+    }),
+    async run(app) {
+      expect((await app.send("/api/search")).status).toBe(200);
+      const head = await app.send("/api/search", { method: "HEAD" });
+      expect(head.status).toBe(200);
+      expect(Object.keys(ietfHeaders(head.headers))).toEqual(["search"]);
+      expect((await app.send("/api/search", { method: "HEAD" })).status).toBe(429);
+      expect((await app.send("/api/search")).status).toBe(429);
+      expect(Object.keys(ietfHeaders((await app.send("/api/status", { method: "HEAD" })).headers))).toEqual(["status-head"]);
+    },
+  },
+  {
     name: "keys of different rules never collide, even when the key and policy names are equal",
     options: () => ({
       key: () => "user-1",
@@ -133,6 +153,22 @@ const SCENARIOS: Scenario[] = [
       expect(legacyHeaders((await app.send("/api/x", { headers: { "x-cost": "3" } })).headers)?.remaining).toBe(2);
       expect((await app.send("/api/x", { headers: { "x-cost": "3" } })).status).toBe(429);
       expect(legacyHeaders((await app.send("/api/x", { headers: { "x-cost": "2" } })).headers)?.remaining).toBe(0);
+    },
+  },
+  {
+    name: "a cost above a limit: Retry-After never points earlier than an exhausted policy's t",
+    options: () => ({
+      policy: [fixedWindow({ limit: 2, window: "1s", name: "burst" }), fixedWindow({ limit: 1, window: "1h", name: "hourly" })],
+      cost: (req) => Number(req.header("x-cost") ?? 1),
+    }),
+    async run(app, env) {
+      expect((await app.send("/api/x")).status).toBe(200);
+      env.advance(600_000);
+      const reply = await app.send("/api/x", { headers: { "x-cost": "5" } });
+      expect(reply.status).toBe(429);
+      const { hourly } = ietfHeaders(reply.headers);
+      expect(hourly).toMatchObject({ r: 0, t: 2160 }); // T0 is 840 s into its hour
+      expect(Number(reply.headers.get("retry-after"))).toBeGreaterThanOrEqual(hourly!.t);
     },
   },
   {
@@ -401,6 +437,19 @@ const SCENARIOS: Scenario[] = [
       expect(reply.body).toBe("no more for 127.0.0.1");
       expect(reply.headers.get("x-why")).toBe("1-per-1m");
       expect(reply.headers.get("retry-after")).toBe("60");
+    },
+  },
+  {
+    name: "handler with no body: the status and headers are kept",
+    options: () => ({ policy: perMinute(1), handler: () => ({ headers: { "x-why": "quiet" } }) }),
+    async run(app) {
+      await app.send("/api/x");
+      const reply = await app.send("/api/x");
+      expect(reply.status).toBe(429);
+      expect(reply.body).toBe("");
+      expect(reply.headers.get("x-why")).toBe("quiet");
+      expect(reply.headers.get("retry-after")).toBe("60");
+      expect(legacyHeaders(reply.headers)?.remaining).toBe(0);
     },
   },
 ];

@@ -128,6 +128,21 @@ describe("rules", () => {
     expect(sorted).toEqual(["GET /api/search", "/api/search", "GET /api/:id", "GET /api/*/x", "/api/*", "* /*"]);
   });
 
+  it("an exact path beats a trailing * that also matches it (the * then matches nothing)", () => {
+    const first = (sources: string[], method: string, path: string) =>
+      sources.map((s) => compilePattern(s, false)).sort(compareSpecificity)
+        .find((p) => matchesPattern(p, method, normalizePath(path, false)))?.source;
+    expect(first(["/api/*", "/api"], "GET", "/api")).toBe("/api");
+    expect(first(["/api", "/api/*"], "GET", "/api")).toBe("/api");
+    expect(first(["GET /orders/:id/*", "GET /orders/:id"], "GET", "/orders/7")).toBe("GET /orders/:id");
+    expect(first(["* /*", "/"], "GET", "/")).toBe("/");
+    // Path first, then method: an exact any-method path beats a wildcard with a method.
+    expect(first(["GET /api/*", "/api"], "GET", "/api")).toBe("/api");
+    // The trailing * still wins where it is the only match, and loses to a longer literal.
+    expect(first(["/api/*", "/api"], "GET", "/api/x")).toBe("/api/*");
+    expect(first(["/api/*", "/api/x"], "GET", "/api/x")).toBe("/api/x");
+  });
+
   it("rejects malformed patterns", () => {
     expect(() => compilePattern("GET api", false)).toThrow(/must start with \//);
     expect(() => compilePattern("G-T /a", false)).toThrow(/method/);
@@ -151,6 +166,7 @@ describe("option validation", () => {
     [{ policy, ipv6Subnet: 129 }, /`ipv6Subnet`: received 129; expected a prefix length from 1 to 128/],
     [{ policy, trustProxyy: 1 }, /unknown option `trustProxyy` \(did you mean `trustProxy`\?\)/],
     [{ policy, rules: { "GET api": policy } }, /invalid rule "GET api"/],
+    [{ policy, rules: { "GET /users/{id}": policy } }, /`rules`: invalid rule "GET \/users\/\{id\}": segment "\{id\}" contains \{ or \} \(write a parameter as ":id"\); expected "METHOD \/path"/],
     [{ policy, rules: { "GET /a": { cost: 2 } } }, /`rules.GET \/a`/],
     [{ policy, warnings: { nope: false } }, /`warnings.nope`/],
     [{ policy, warnings: { trustProxyTrue: "no" } }, /`warnings.trustProxyTrue`: received "no"; expected a boolean, or an object mapping warning codes \(forwardedHeaderIgnored/],

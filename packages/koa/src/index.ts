@@ -38,7 +38,10 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
       const denied = result.response!;
       ctx.status = denied.status;
       for (let i = 0; i < denied.headers.length; i += 2) ctx.set(denied.headers[i]!, denied.headers[i + 1]!);
-      ctx.body = denied.body;
+      // A null body would make Koa answer 204: an empty one keeps the status, without a type of its own.
+      const typed = ctx.res.hasHeader("Content-Type");
+      ctx.body = denied.body ?? "";
+      if (!typed) ctx.remove("Content-Type");
       return;
     }
     const headers = result.headers;

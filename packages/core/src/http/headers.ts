@@ -54,9 +54,15 @@ const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0
 /** Whole seconds, rounded up, a 429 tells the client to wait (at least 1). */
 export function retryAfterSeconds(decision: Decision, policies: readonly Policy[], nowMs: number): number {
   if (decision.retryAfterMs !== Infinity) return Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-  // The cost exceeds a limit: no wait helps; point at the binding policy's full restore.
+  // The cost exceeds a limit: no wait helps; point at the binding policy's full restore, and never
+  // earlier than the `t` of another denying policy (an exhausted daily quota, say).
   const binding = policies.find((p) => p.name === decision.policy) ?? policies[0]!;
-  return Math.max(1, secondsUntil(decision.resetAt, nowMs), Math.ceil(binding.windowMs / 1000));
+  let seconds = Math.max(1, secondsUntil(decision.resetAt, nowMs), Math.ceil(binding.windowMs / 1000));
+  for (const p of decision.policies) {
+    if (p.allowed) continue;
+    seconds = Math.max(seconds, p.retryAfterMs === Infinity ? secondsUntil(p.resetAt, nowMs) : Math.ceil(p.retryAfterMs / 1000));
+  }
+  return seconds;
 }
 
 /**

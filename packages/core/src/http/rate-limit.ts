@@ -36,7 +36,7 @@ import {
   type HeaderWriter,
 } from "./headers.ts";
 import { formatIp, groupIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
-import { compareSpecificity, compilePattern, matchesPattern, normalizePath, type RoutePattern } from "./rules.ts";
+import { compareSpecificity, compilePattern, matchesPattern, normalizePath, targetPath, type RoutePattern } from "./rules.ts";
 import { CircuitBreaker, toStoreError, withTimeout, type CircuitBreakerOptions, type StoreErrorAction } from "./store-guard.ts";
 import { Warnings, WARNINGS, type Logger, type WarningsOption } from "./warnings.ts";
 
@@ -46,7 +46,7 @@ type MaybePromise<T> = T | Promise<T>;
 export interface RateLimitRequest<Raw = unknown> {
   /** Upper-case method. */
   readonly method: string;
-  /** The full path (not mount-relative), without the query string. */
+  /** The full path (not mount-relative), without the query string or fragment. */
   readonly path: string;
   /** The client address after trusted-proxy resolution, canonical; `undefined` when unknown. */
   readonly ip: string | undefined;
@@ -59,7 +59,7 @@ export interface RateLimitRequest<Raw = unknown> {
 /** How an adapter reads its framework's request: given once, at construction. */
 export interface RequestAccess<Raw> {
   method(raw: Raw): string;
-  /** The full path; a query string, if included, is ignored. */
+  /** The full path, or the raw request-target: a query string, a fragment, or an absolute-form scheme and authority, if included, are ignored. */
   path(raw: Raw): string;
   header(raw: Raw, name: string): string | undefined;
 }
@@ -447,6 +447,8 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     if ((r.limiter === undefined) === (r.policy === undefined)) {
       throw invalid(`rules.${name}`, rule, "a policy, an array of policies, or an object with exactly one of `policy` and `limiter`");
     }
+    // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
+    const pattern = name === "default" ? undefined : compilePattern(name, caseSensitive);
     const ownPrefix = `${basePrefix}${name}:`;
     const limiter = r.limiter ?? createRateLimiter({
       policy: r.policy!,
@@ -460,7 +462,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     if (seen === undefined) registry.set(limiter.prefix, seen = new WeakSet());
     return {
       name,
-      pattern: name === "default" ? undefined : compilePattern(name, caseSensitive),
+      pattern,
       limiter,
       policies: limiter.policies,
       key: r.key,
@@ -652,9 +654,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     async check(raw: Raw, socketIp: string | undefined, ipResolved = false): Promise<RateLimitResult | undefined> {
       requestsServed = true;
       const method = access.method(raw).toUpperCase();
-      const path = access.path(raw);
-      const q = path.indexOf("?");
-      const fullPath = q === -1 ? path : path.slice(0, q);
+      const fullPath = targetPath(access.path(raw));
 
       // The client address, through trusted proxies only.
       let client: ParsedIp | undefined;

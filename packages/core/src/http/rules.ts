@@ -14,6 +14,22 @@ export interface RoutePattern {
 const METHOD = /^[A-Za-z]+$|^\*$/;
 const SEGMENT = /^(?:\*|:[A-Za-z_][A-Za-z0-9_]*|[^*:/]+)$/;
 
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+
+/**
+ * The path of a request-target as servers route it: origin-form (`/a?q`) without its query;
+ * absolute-form (`http://host/a`, which Node passes on as is and Express and Koa route by its
+ * path) without scheme and authority; a fragment (`/a#x`, which they also ignore) dropped.
+ */
+export function targetPath(target: string): string {
+  let p = target;
+  if (p.charCodeAt(0) !== 47 && p.includes("://")) p = p.replace(ABSOLUTE_FORM, "");
+  const q = p.indexOf("?");
+  if (q !== -1) p = p.slice(0, q);
+  const hash = p.indexOf("#");
+  return hash === -1 ? p : p.slice(0, hash);
+}
+
 /** Strips the query, decodes percent-escapes where safe, collapses `//`, drops a trailing `/`. */
 export function normalizePath(path: string, caseSensitive: boolean): string {
   let p = path;
@@ -55,26 +71,33 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   const path = normalizePath(pathText, true);
   const segments = path === "/" ? [] : path.slice(1).split("/");
   let regex = segments.length === 0 ? "^/" : "^";
-  const rank = segments.map((segment, i) => {
+  const rank: number[] = segments.map((segment, i) => {
+    // Braces cannot be part of a store prefix (Redis hash tags), and "{id}" is usually meant as ":id".
+    if (/[{}]/.test(segment)) {
+      throw invalid(`segment ${JSON.stringify(segment)} contains { or } (write a parameter as ":${segment.replace(/[{}]/g, "")}")`);
+    }
     if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} mixes * or : with text`);
     if (segment === "*") {
       const last = i === segments.length - 1;
       regex += last ? "(?:/.*)?" : "/[^/]+";
-      return last ? 0 : 1;
+      return last ? 0 : 2;
     }
     if (segment[0] === ":") {
       regex += "/[^/]+";
-      return 2;
+      return 3;
     }
     regex += `/${escapeRegex(caseSensitive ? segment : segment.toLowerCase())}`;
-    return 3;
+    return 4;
   });
+  // The end of a path without a trailing * ranks above that *: "/api" beats "/api/*" for "/api".
+  if (segments[segments.length - 1] !== "*") rank.push(1);
   const method = methodText === "*" ? undefined : methodText.toUpperCase();
-  rank.push(method === undefined ? 0 : 1);
+  // A method beats any method; HEAD beats GET, the one other method that matches a HEAD request.
+  rank.push(method === undefined ? 0 : method === "HEAD" ? 2 : 1);
   return { source, method, regex: new RegExp(`${regex}$`), rank };
 }
 
-/** Orders patterns most specific first: per segment literal > :param > * > trailing *, then longer, then with a method. */
+/** Orders patterns most specific first: per segment literal > :param > * > the path's end > trailing *, then with a method. */
 export function compareSpecificity(a: RoutePattern, b: RoutePattern): number {
   const n = Math.max(a.rank.length, b.rank.length);
   for (let i = 0; i < n; i++) {
@@ -85,7 +108,11 @@ export function compareSpecificity(a: RoutePattern, b: RoutePattern): number {
   return 0;
 }
 
-/** True when the pattern matches a method and an already-normalised path. */
+/**
+ * True when the pattern matches a method and an already-normalised path. A GET pattern also
+ * matches HEAD: Express, Hono and koa-router run GET handlers for HEAD requests.
+ */
 export function matchesPattern(pattern: RoutePattern, method: string, normalizedPath: string): boolean {
-  return (pattern.method === undefined || pattern.method === method) && pattern.regex.test(normalizedPath);
+  const m = pattern.method;
+  return (m === undefined || m === method || (m === "GET" && method === "HEAD")) && pattern.regex.test(normalizedPath);
 }
