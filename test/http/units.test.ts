@@ -166,7 +166,7 @@ describe("option validation", () => {
     [{ policy, ipv6Subnet: 129 }, /`ipv6Subnet`: received 129; expected a prefix length from 1 to 128/],
     [{ policy, trustProxyy: 1 }, /unknown option `trustProxyy` \(did you mean `trustProxy`\?\)/],
     [{ policy, rules: { "GET api": policy } }, /invalid rule "GET api"/],
-    [{ policy, rules: { "GET /users/{id}": policy } }, /`rules`: invalid rule "GET \/users\/\{id\}": segment "\{id\}" contains \{ or \} \(write a parameter as ":id"\); expected "METHOD \/path"/],
+    [{ policy, rules: { "GET /users/{id}": policy } }, /`rules`: invalid rule "GET \/users\/\{id\}": segment "\{id\}" is invalid; expected "METHOD \/path" \(or "\/path" for any method\) where a segment is literal text \(without \*, :, \{ or \}\), ":name" or "\*"/],
     [{ policy, rules: { "GET /a": { cost: 2 } } }, /`rules.GET \/a`/],
     [{ policy, warnings: { nope: false } }, /`warnings.nope`/],
     [{ policy, warnings: { trustProxyTrue: "no" } }, /`warnings.trustProxyTrue`: received "no"; expected a boolean, or an object mapping warning codes \(forwardedHeaderIgnored/],

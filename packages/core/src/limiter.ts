@@ -82,7 +82,7 @@ const OPTIONS: OptionSpecs = {
   policy: [isPolicies, `${POLICIES_ACCEPTED} with unique names`, 1],
   // `null` means the default store, as `undefined` does.
   store: [(v) => v === null || isStore(v), STORE_ACCEPTED],
-  prefix: [/* @__PURE__ */ prefixOf(128), "a string of at most 128 characters without {, } or NUL"],
+  prefix: /* @__PURE__ */ prefixOf(128),
   clock: [isFunction, CLOCK_ACCEPTED],
 };
 

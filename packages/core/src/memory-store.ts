@@ -320,7 +320,7 @@ class MemoryStoreImpl implements MemoryStore {
       layout = this.#layoutBySignature.get(signature);
       if (layout === undefined) {
         if (this.#layouts.length >= LAYOUTS) {
-          throw new FloodgateError("INVALID_ARGUMENT", `memoryStore(): more than ${LAYOUTS} distinct combinations of policy kinds in one store; share policy sets or use more stores.`);
+          throw new FloodgateError("INVALID_ARGUMENT", `memoryStore(): more than ${LAYOUTS} combinations of policy kinds in one store; use more stores.`);
         }
         layout = new Layout(this.#layouts.length, set);
         this.#layouts.push(layout);

@@ -28,12 +28,12 @@ export interface Policy {
 }
 
 /** Keeps the sliding-window arithmetic exact in doubles (and in Redis's Lua). */
-const MAX_LIMIT_TIMES_WINDOW = 2 ** 50;
+const MAX_LIMIT_TIMES_WINDOW = 1_125_899_906_842_624; // 2 ** 50, a literal so that bundles without it drop it
 /**
  * Most µs a token bucket takes to refill from empty (capacity × µs per token, ~71 years): keeps
  * the arrival time, now + up to twice that, an exact integer in doubles (and in Redis's Lua).
  */
-const MAX_BUCKET_US = 2 ** 51;
+const MAX_BUCKET_US = 2_251_799_813_685_248; // 2 ** 51, a literal so that bundles without it drop it
 
 const LIMIT: OptionSpec = [/* @__PURE__ */ whole(1), "a whole number >= 1", 1];
 const NAME: OptionSpec = [(v) => typeof v === "string" && /^[A-Za-z0-9._:/-]{1,64}$/.test(v), "1 to 64 characters from A-Z a-z 0-9 . _ : / -"];

@@ -121,9 +121,11 @@ export const isStore: Check = /* @__PURE__ */ hasMethods("consume");
 export const STORE_ACCEPTED = "a store such as memoryStore(), upstashStore() or redisStore()";
 export const CLOCK_ACCEPTED = "a function returning epoch milliseconds";
 
-/** A string with no `{`, `}` or NUL, of at most `max` characters (a key namespace). */
-export const prefixOf = (max: number): Check => (v) =>
-  typeof v === "string" && v.length <= max && !/[{}\u0000]/.test(v);
+/** The option spec of a key namespace: a string with no `{`, `}` or NUL, of at most `max` characters. */
+export const prefixOf = (max: number): OptionSpec => [
+  (v) => typeof v === "string" && v.length <= max && !/[{}\u0000]/.test(v),
+  `a string of at most ${max} characters without {, } or NUL`,
+];
 
 /** A container's answer for a bad entry at `key` whose own check answered `result`: the path to it. */
 const pathTo = (key: string, result: unknown): string[] => [key, ...(Array.isArray(result) ? result : [])];

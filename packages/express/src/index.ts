@@ -2,7 +2,7 @@
  * @module
  * Floodgate rate limiting for Express 4 and 5: a translation layer over `@floodgate/core`.
  */
-import { createHttpRateLimiter, settleOnClose, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, targetPath, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 
 /**
@@ -18,7 +18,7 @@ export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>;
 const ACCESS: RequestAccess<Request> = {
   method: (req) => req.method,
   // The full path even when mounted (`app.use("/api/", ...)` makes `req.path` mount-relative).
-  path: (req) => req.originalUrl ?? req.url,
+  path: (req) => targetPath(req.originalUrl ?? req.url),
   header: (req, name) => {
     const value = req.headers[name];
     return Array.isArray(value) ? value.join(", ") : value;

@@ -71,14 +71,11 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
       throw error;
     }
     if (result.settles && !onNode) result.settle(c.req.raw.signal?.aborted ? 0 : c.res.status);
-    // A handler that returned its own Response skipped the prepared headers: add them to it.
+    // A handler that returned its own Response skipped the prepared headers: add them to a copy
+    // (its own headers may be immutable, as a proxied fetch response's are).
     if (onNode || headers.length === 0 || c.res.headers.has(headers[0]!)) return;
-    try {
-      for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
-    } catch {
-      c.res = new Response(c.res.body, c.res); // immutable headers (a proxied fetch response)
-      for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
-    }
+    c.res = new Response(c.res.body, c.res);
+    for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
   };
 }
 

@@ -2,7 +2,7 @@
  * @module
  * Floodgate rate limiting for Koa: a translation layer over `@floodgate/core`.
  */
-import { createHttpRateLimiter, settleOnClose, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, targetPath, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core";
 import type { Context, Middleware, Next } from "koa";
 
 /** Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw`. */
@@ -11,7 +11,7 @@ export type KoaRateLimitOptions = HttpRateLimitOptions<Context>;
 const ACCESS: RequestAccess<Context> = {
   method: (ctx) => ctx.method,
   // The full path even under a mounted sub-app (koa-mount rewrites `ctx.path`).
-  path: (ctx) => ctx.originalUrl ?? ctx.url,
+  path: (ctx) => targetPath(ctx.originalUrl ?? ctx.url),
   header: (ctx, name) => {
     const value = ctx.req.headers[name];
     return Array.isArray(value) ? value.join(", ") : value;

@@ -51,16 +51,19 @@ export type HeaderWriter = (decision: Decision, nowMs: number, out: string[]) =>
 
 const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0 : Math.ceil((atMs - nowMs) / 1000));
 
-/** Whole seconds, rounded up, a 429 tells the client to wait (at least 1). */
+/**
+ * Whole seconds, rounded up, a 429 tells the client to wait (at least 1): the longest wait of the
+ * denying policies, so never earlier than any of their `t`. A cost above a policy's limit
+ * (`Infinity`) cannot be helped by waiting: that policy points at its full restore, at least its window.
+ */
 export function retryAfterSeconds(decision: Decision, policies: readonly Policy[], nowMs: number): number {
-  if (decision.retryAfterMs !== Infinity) return Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-  // The cost exceeds a limit: no wait helps; point at the binding policy's full restore, and never
-  // earlier than the `t` of another denying policy (an exhausted daily quota, say).
-  const binding = policies.find((p) => p.name === decision.policy) ?? policies[0]!;
-  let seconds = Math.max(1, secondsUntil(decision.resetAt, nowMs), Math.ceil(binding.windowMs / 1000));
+  let seconds = 1;
   for (const p of decision.policies) {
-    if (p.allowed) continue;
-    seconds = Math.max(seconds, p.retryAfterMs === Infinity ? secondsUntil(p.resetAt, nowMs) : Math.ceil(p.retryAfterMs / 1000));
+    if (!p.allowed) {
+      seconds = Math.max(seconds, p.retryAfterMs !== Infinity
+        ? Math.ceil(p.retryAfterMs / 1000)
+        : Math.max(secondsUntil(p.resetAt, nowMs), Math.ceil(policies.find((q) => q.name === p.policy)!.windowMs / 1000)));
+    }
   }
   return seconds;
 }

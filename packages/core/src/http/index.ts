@@ -18,6 +18,6 @@ export { settleOnClose, type NodeResponseLike } from "./node-response.ts";
 export { HEADER_NAMES, DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 export { TRUST_PROXY_PRESETS, parseForwarded, type TrustProxy, type TrustProxyPreset, type ProxyHeader } from "./client-ip.ts";
 export { parseIp, formatIp, normalizeIp, groupIp, parseRange, inRange, type ParsedIp, type IpRange } from "./ip.ts";
-export { compilePattern, compareSpecificity, matchesPattern, normalizePath, type RoutePattern } from "./rules.ts";
+export { compilePattern, compareSpecificity, matchesPattern, normalizePath, targetPath, type RoutePattern } from "./rules.ts";
 export type { StoreErrorAction, CircuitBreakerOptions } from "./store-guard.ts";
 export { WARNINGS, type Logger, type WarningCode, type WarningsOption } from "./warnings.ts";

@@ -36,8 +36,8 @@ import {
   type HeaderWriter,
 } from "./headers.ts";
 import { formatIp, groupIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
-import { compareSpecificity, compilePattern, matchesPattern, normalizePath, targetPath, type RoutePattern } from "./rules.ts";
-import { CircuitBreaker, toStoreError, withTimeout, type CircuitBreakerOptions, type StoreErrorAction } from "./store-guard.ts";
+import { compareSpecificity, compilePattern, matchesPattern, normalizePath, type RoutePattern } from "./rules.ts";
+import { CircuitBreaker, errorText, toStoreError, withTimeout, type CircuitBreakerOptions, type StoreErrorAction } from "./store-guard.ts";
 import { Warnings, WARNINGS, type Logger, type WarningsOption } from "./warnings.ts";
 
 type MaybePromise<T> = T | Promise<T>;
@@ -59,7 +59,10 @@ export interface RateLimitRequest<Raw = unknown> {
 /** How an adapter reads its framework's request: given once, at construction. */
 export interface RequestAccess<Raw> {
   method(raw: Raw): string;
-  /** The full path, or the raw request-target: a query string, a fragment, or an absolute-form scheme and authority, if included, are ignored. */
+  /**
+   * The full path (not mount-relative) as the framework routes it; a query string, if included,
+   * is ignored. From a raw request-target (Node's `req.url`), use {@link targetPath}.
+   */
   path(raw: Raw): string;
   header(raw: Raw, name: string): string | undefined;
 }
@@ -211,7 +214,7 @@ function specs(): OptionSpecs {
       recordOf((rule) => isPolicies(rule) || isRule(rule)),
       'an object mapping "METHOD /path" patterns (or "default") to a policy, an array of policies, or { policy | limiter, store?, key?, cost? }',
     ],
-    prefix: [prefixOf(64), "a string of at most 64 characters without {, } or NUL"],
+    prefix: prefixOf(64),
     clock: [isFunction, CLOCK_ACCEPTED],
     key: fn,
     cost: [isCost, "a whole number >= 0 or a function returning one"],
@@ -358,9 +361,10 @@ export class RateLimitResult implements RateLimitInfo {
     refund(status);
   }
 
+  /** The figures, key, rule, cost and source (not the decision object, store error, headers or response). */
   toJSON(): object {
-    const { allowed, limit, remaining, resetAt, retryAfterMs, policy, key, rule, cost, source } = this;
-    return { allowed, limit, remaining, resetAt, retryAfterMs, policy, policies: this.policies, key, rule, cost, source };
+    const { decision: _d, storeError: _e, headers: _h, response: _r, ...plain } = this;
+    return { ...plain, policies: this.policies };
   }
 }
 
@@ -427,7 +431,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   // Every draft format writes RateLimit-Policy: at most one of them.
   const drafts = formats.filter((f) => f !== "legacy");
   if (drafts.length > 1) {
-    throw invalid("headers", o.headers, `formats that do not write the same header names: "${drafts[0]}" and "${drafts[1]}" both write RateLimit or RateLimit-Policy`);
+    throw invalid("headers", o.headers, `at most one of "draft-6", "draft-7", "draft-11" ("${drafts[0]}" and "${drafts[1]}" both write RateLimit-Policy)`);
   }
   const legacyReset = o.legacyReset ?? "epoch";
   const statusCode = o.statusCode ?? 429;
@@ -445,7 +449,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const compile = (name: string, rule: Rule<Raw>, index: number): CompiledRule<Raw> => {
     const r: RuleOptions<Raw> = isPolicy(rule) || Array.isArray(rule) ? { policy: rule as Policy | Policy[] } : rule as RuleOptions<Raw>;
     if ((r.limiter === undefined) === (r.policy === undefined)) {
-      throw invalid(`rules.${name}`, rule, "a policy, an array of policies, or an object with exactly one of `policy` and `limiter`");
+      throw invalid(`rules.${name}`, rule, "a policy, an array of policies, or { policy | limiter, store?, key?, cost? }");
     }
     // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
     const pattern = name === "default" ? undefined : compilePattern(name, caseSensitive);
@@ -524,19 +528,15 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const bodyTail = problem ? "}" : "}}";
   const fixedBody = typeof o.message === "object" ? JSON.stringify(o.message) : undefined;
 
-  const hookFailed = (name: string, error: unknown): void => {
-    try { warnings.logger.warn(`[floodgate] the ${name} hook threw: ${error instanceof Error ? error.message : String(error)}`); } catch { /* ignore */ }
-  };
+  const hookFailed = (name: string, error: unknown): void => warnings.log(`the ${name} hook threw: ${errorText(error)}`);
   const callHook = (name: string, hook: ((...args: never[]) => unknown) | undefined, ...args: unknown[]): unknown => {
-    if (hook === undefined) return undefined;
     try {
-      const returned = (hook as (...a: unknown[]) => unknown)(...args);
+      const returned = (hook as ((...a: unknown[]) => unknown) | undefined)?.(...args);
       // An async hook's rejection is logged too, never left unhandled in the host app.
       if (isThenable(returned as MaybePromise<unknown>)) (returned as Promise<unknown>).then(undefined, (error: unknown) => hookFailed(name, error));
       return returned;
     } catch (error) {
       hookFailed(name, error);
-      return undefined;
     }
   };
 
@@ -654,7 +654,9 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     async check(raw: Raw, socketIp: string | undefined, ipResolved = false): Promise<RateLimitResult | undefined> {
       requestsServed = true;
       const method = access.method(raw).toUpperCase();
-      const fullPath = targetPath(access.path(raw));
+      const path = access.path(raw);
+      const q = path.indexOf("?");
+      const fullPath = q === -1 ? path : path.slice(0, q);
 
       // The client address, through trusted proxies only.
       let client: ParsedIp | undefined;

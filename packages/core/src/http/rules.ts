@@ -12,22 +12,20 @@ export interface RoutePattern {
 }
 
 const METHOD = /^[A-Za-z]+$|^\*$/;
-const SEGMENT = /^(?:\*|:[A-Za-z_][A-Za-z0-9_]*|[^*:/]+)$/;
+const SEGMENT = /^(?:\*|:[A-Za-z_][A-Za-z0-9_]*|[^*:/{}]+)$/;
 
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
 
 /**
- * The path of a request-target as servers route it: origin-form (`/a?q`) without its query;
- * absolute-form (`http://host/a`, which Node passes on as is and Express and Koa route by its
- * path) without scheme and authority; a fragment (`/a#x`, which they also ignore) dropped.
+ * The path of a raw request-target (Node's `req.url`) as servers route it: origin-form (`/a?q`)
+ * without its query; absolute-form (`http://host/a`, which Node passes on as is and Express and
+ * Koa route by its path) without scheme and authority; a fragment (`/a#x`, which they also
+ * ignore) dropped. For adapters whose framework hands over the raw target.
  */
 export function targetPath(target: string): string {
-  let p = target;
-  if (p.charCodeAt(0) !== 47 && p.includes("://")) p = p.replace(ABSOLUTE_FORM, "");
-  const q = p.indexOf("?");
-  if (q !== -1) p = p.slice(0, q);
-  const hash = p.indexOf("#");
-  return hash === -1 ? p : p.slice(0, hash);
+  const end = target.search(/[?#]/);
+  const p = end === -1 ? target : target.slice(0, end);
+  return p[0] === "/" ? p : p.replace(ABSOLUTE_FORM, "");
 }
 
 /** Strips the query, decodes percent-escapes where safe, collapses `//`, drops a trailing `/`. */
@@ -63,7 +61,7 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   const invalid = (why: string): FloodgateError =>
     new FloodgateError(
       "INVALID_OPTION",
-      `invalid rule ${JSON.stringify(source)}: ${why}; expected "METHOD /path" (or "/path" for any method) where a segment is literal text, ":name" or "*", or "default".`,
+      `invalid rule ${JSON.stringify(source)}: ${why}; expected "METHOD /path" (or "/path" for any method) where a segment is literal text (without *, :, { or }), ":name" or "*", or "default".`,
     );
   if (!METHOD.test(methodText)) throw invalid(`method ${JSON.stringify(methodText)} is not a method name or *`);
   if (pathText[0] !== "/") throw invalid("the path must start with /");
@@ -72,11 +70,8 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   const segments = path === "/" ? [] : path.slice(1).split("/");
   let regex = segments.length === 0 ? "^/" : "^";
   const rank: number[] = segments.map((segment, i) => {
-    // Braces cannot be part of a store prefix (Redis hash tags), and "{id}" is usually meant as ":id".
-    if (/[{}]/.test(segment)) {
-      throw invalid(`segment ${JSON.stringify(segment)} contains { or } (write a parameter as ":${segment.replace(/[{}]/g, "")}")`);
-    }
-    if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} mixes * or : with text`);
+    // Braces cannot be part of a store prefix (Redis hash tags); "{id}" is usually meant as ":id".
+    if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} is invalid`);
     if (segment === "*") {
       const last = i === segments.length - 1;
       regex += last ? "(?:/.*)?" : "/[^/]+";

@@ -62,15 +62,12 @@ export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, storeName
   });
 }
 
+/** An error's message; anything else described (`String()` throws for an object without a prototype). */
+export const errorText = (error: unknown): string => (error instanceof Error ? error.message : describeValue(error));
+
 /** Wraps anything a store threw as a `FloodgateError` with code `STORE_ERROR` (keeping the cause). */
 export function toStoreError(error: unknown, storeName: string): FloodgateError {
   // STORE_TIMEOUT, STORE_UNAVAILABLE or STORE_ERROR already.
   if (error instanceof FloodgateError && error.code.startsWith("STORE_")) return error;
-  let text: string;
-  try {
-    text = error instanceof Error ? error.message : String(error);
-  } catch {
-    text = describeValue(error); // e.g. an object without a prototype: String() throws
-  }
-  return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${text}`, { cause: error });
+  return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${errorText(error)}`, { cause: error });
 }

@@ -9,17 +9,17 @@ export interface Logger {
  */
 export const WARNINGS = {
   forwardedHeaderIgnored:
-    "A request carries X-Forwarded-For or Forwarded but trustProxy is false: all clients behind that proxy share one limit. Behind a proxy, set trustProxy (a hop count, the proxies' addresses, or a preset like \"cloudflare\").",
+    "X-Forwarded-For/Forwarded ignored (trustProxy is false): clients behind a proxy share one limit. Set trustProxy.",
   trustProxyTrue:
-    "trustProxy: true trusts every X-Forwarded-For entry: any client can pick its own key. Set the proxy hop count or the proxies' addresses instead.",
+    "trustProxy: true lets any client pick its key through X-Forwarded-For. Set a hop count or the proxies' addresses.",
   invalidIp:
-    "A client address is not an IP (a forged or malformed proxy header?): the request was keyed by the nearest valid hop.",
+    "A client address is not an IP (a forged or malformed proxy header?): keyed by the nearest valid hop.",
   noClientIp:
-    "No client address (no socket address, no trusted proxy header): such requests share one key. Set trustProxy, or pass getClientIp (fetch) / getConnInfo (Hono).",
+    "No client address: such requests share one key. Set trustProxy, or getClientIp (fetch) / getConnInfo (Hono).",
   limiterPerRequest:
-    "Many limiters were created while serving requests: one created per request counts nothing. Create the middleware once at startup.",
+    "Limiters created while serving requests count nothing: create the middleware once, at startup.",
   doubleCount:
-    "One limiter counted the same request twice (the middleware is mounted twice, or two share one store and prefix): clients get half their quota.",
+    "One limiter counted a request twice (middleware mounted twice, or a shared store and prefix): clients get half their quota.",
 } as const;
 
 /** A warning's code. */
@@ -44,11 +44,15 @@ export class Warnings {
   }
 
   emit(code: WarningCode, detail?: string): void {
-    if (!this.#pending.delete(code)) return;
+    if (this.#pending.delete(code)) this.log(`${code}: ${WARNINGS[code]}${detail === undefined ? "" : ` (${detail})`}`);
+  }
+
+  /** Writes `[floodgate] <message>` to the logger; a broken logger must not break the request. */
+  log(message: string): void {
     try {
-      this.logger.warn(`[floodgate] ${code}: ${WARNINGS[code]}${detail === undefined ? "" : ` (${detail})`}`);
+      this.logger.warn(`[floodgate] ${message}`);
     } catch {
-      // A broken logger must not break the request.
+      // ignored
     }
   }
 }
