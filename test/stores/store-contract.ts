@@ -207,6 +207,27 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         expect(denied.policies[0]!.remaining).toBe(0);
       });
 
+      it("a key holding another kind's state (a limiter reconfigured under the same prefix) is read as empty", async () => {
+        // Several fixed times (the stores' local clock): whether one kind's value could pass for
+        // another's depends on the time, so each pair is tried at eight of them.
+        for (const other of KINDS) {
+          if (other === kind) continue;
+          for (let k = 0; k < 8; k++) {
+            const now = Date.now() + k * 3_700_123;
+            const clock = (): number => now;
+            const prefix = uniquePrefix();
+            const before = createRateLimiter({ policy: hourly(other, 10), store: local, prefix, clock });
+            for (const cost of [3, 4]) expect((await before.limit("switched", { cost })).allowed).toBe(true);
+            const after = createRateLimiter({ policy: hourly(kind, 5), store: local, prefix, clock });
+            const where = `${other}, then ${kind}, at +${k * 3_700_123} ms`;
+            const peeked = await after.peek("switched");
+            expect([peeked.allowed, peeked.remaining], `${where}: peek`).toEqual([true, 5]);
+            const d = await after.limit("switched", { cost: 2 });
+            expect([d.allowed, d.remaining], where).toEqual([true, 3]);
+          }
+        }
+      });
+
       it("reset deletes exactly that identifier", async () => {
         const prefix = uniquePrefix();
         const limiter = createRateLimiter({ policy: hourly(kind, 2), store: server, prefix });

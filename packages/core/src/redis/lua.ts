@@ -18,7 +18,7 @@ import type { PolicyKind } from "../policies.ts";
  * integer (Redis truncates Lua numbers); refunds return 0.
  *
  * State, one key per policy, each with a TTL of exactly the time its state still matters:
- *   token bucket   integer: the theoretical arrival time (µs)
+ *   token bucket   integer: minus the theoretical arrival time (µs); negative, unlike every other kind's
  *   fixed window   integer: count * 2^20 + (window index mod 2^20)
  *   sliding window string "index:current:previous"
  *   sliding log    list of µs timestamps, oldest first
@@ -57,9 +57,13 @@ interface Fragments {
   readonly refund: string;
 }
 
-/** Token bucket (GCRA). Parameter: µs per token. Carried from eval to commit: a = new tat. */
+/**
+ * Token bucket (GCRA). Parameter: µs per token. Carried from eval to commit: a = new tat. Stored
+ * negated: every other kind's integer is >= 0, so none can pass for an arrival time (nor one for
+ * a fixed-window count) after a limiter changes kind under the same prefix.
+ */
 const TOKEN_BUCKET: Fragments = {
-  eval: `local tat = tonumber(redis.pcall("GET", k)) or 0
+  eval: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
 if tat < now then tat = now end
 local tau, nxt = L * P, tat + cost * P
 ok = cost <= L and nxt - now <= tau
@@ -67,13 +71,13 @@ out[i], out[i + 1], out[i + 2] = ok and 1 or 0, max(0, floor((tau - (tat - now))
 if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] = ceil((nxt - tau - now) / 1000) end
 a = nxt
 `,
-  commit: `redis.call("SET", k, fmt("%d", a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
+  commit: `redis.call("SET", k, fmt("%d", -a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
 out[i + 1], out[i + 2] = floor((L * P - (a - now)) / P), ceil(a / 1000)
 `,
-  refund: `local tat = tonumber(redis.pcall("GET", k))
-if tat and tat > now then
+  refund: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
+if tat > now then
   tat = max(now, tat - cost * P)
-  redis.call("SET", k, fmt("%d", tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
+  redis.call("SET", k, fmt("%d", -tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
 end
 `,
 };
@@ -87,7 +91,7 @@ end
 const FW_READ = `local size, v = P * 1000, tonumber(redis.pcall("GET", k))
 local index, count = floor(now / size), 0
 c = false
-if v then
+if v and v >= 0 then
   local dd = (index - v) % 1048576
   if dd == 0 or dd >= 524288 then
     count, c = floor(v / 1048576), true
@@ -298,11 +302,11 @@ export interface LuaScript {
  * from the sources (and prints the new values when a script changes).
  */
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
-  "token-bucket": "780a6807fc52e08ff6a4662d362acb3413f9ba22",
-  "fixed-window": "878a1e60c6be3834a5a6e714b77c1b148570c7c0",
+  "token-bucket": "f8e6b844222773c9e02d684c4f3c8704a3dae78c",
+  "fixed-window": "0100ef57a72f72d6664f8f12d74dc1f72f70dcfc",
   "sliding-window": "1111337b1e4e609243a0f0dccb04350b50f57b65",
   "sliding-log": "13a2e8f275ee717b7586a3efdbe459fd503eca0f",
-  multi: "6e72c9eb71b4124ec0659c4c101f12169bc05341",
+  multi: "0abdca25362b45479e2691ac4a090a35f84da816",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;
