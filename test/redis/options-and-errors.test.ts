@@ -116,3 +116,18 @@ describe("store failures surface as STORE_ERROR with the cause attached", () => 
     await expect(limiter.limit("x")).rejects.toMatchObject({ code: "STORE_ERROR" });
   });
 });
+
+describe("a client that rejects with something other than an Error", () => {
+  it.each([["a string", "down"], ["an object without a prototype", Object.create(null) as unknown]])(
+    "%s: the limiter rejects with a STORE_ERROR FloodgateError, not a TypeError",
+    async (_what, reason) => {
+      // The client is the caller's; this one stands for any client whose promise rejects oddly.
+      const reject = (): Promise<never> => Promise.reject(reason);
+      const limiter = createRateLimiter({ policy: hourly("fixed-window", 5), store: redisStore({ client: { evalsha: reject, eval: reject, del: reject } }) });
+      const error = await limiter.limit("x").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(FloodgateError);
+      expect(error).toMatchObject({ code: "STORE_ERROR", message: expect.stringMatching(/^redis store: consume failed: /) });
+      expect((error as FloodgateError).cause).toBe(reason);
+    },
+  );
+});

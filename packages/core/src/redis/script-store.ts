@@ -237,6 +237,7 @@ function keysOf(base: string, count: number): string[] {
 
 function storeError(name: string, what: string, error: unknown): FloodgateError {
   if (error instanceof FloodgateError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  // Not String(): it throws for an object without a prototype.
+  const message = error instanceof Error ? error.message : describeValue(error);
   return new FloodgateError("STORE_ERROR", `${name} store: ${what} failed: ${message}`, { cause: error });
 }
