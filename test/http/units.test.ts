@@ -14,6 +14,7 @@ import {
   parseForwarded,
   parseIp,
   parseRange,
+  targetPath,
   withRateLimit,
   type HttpRateLimitOptions,
 } from "@floodgate/core";
@@ -95,6 +96,23 @@ describe("IP addresses", () => {
       "[2001:db8:cafe::17]:4711",
       "unknown",
     ]);
+  });
+});
+
+describe("targetPath (the path of a raw request-target, as Express and Koa route it)", () => {
+  it.each([
+    ["/a/b", "/a/b"],
+    ["/a?q=1", "/a"],
+    ["/a#x", "/a"],
+    ["/a#x?y", "/a"],
+    ["/a?y#x", "/a"],
+    ["/a?x=http://b/c", "/a"],
+    ["http://host/login", "/login"],
+    ["HTTPS://host:8443/login?x#y", "/login"],
+    ["http://host?x", ""],
+    ["*", "*"],
+  ])("%s -> %s", (target, path) => {
+    expect(targetPath(target)).toBe(path);
   });
 });
 
