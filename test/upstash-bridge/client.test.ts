@@ -375,6 +375,15 @@ describe("authentication", () => {
     expect(seen).toEqual([]);
     expect(await raw("DBSIZE")).toBe(0);
   });
+
+  it("rejects the right token followed by anything else (the whole credential must match)", async () => {
+    const extended = { url: bridge.url, token: `${bridge.token} extra`, retry: { retries: 0 } } as const;
+    await expect(new Redis({ ...extended, enableAutoPipelining: false }).set("a", "1")).rejects.toThrow(/^Unauthorized/);
+    await expect(new Redis(extended).set("b", "1")).rejects.toThrow(/^Unauthorized/);
+    await expect(new Redis(extended).multi().set("c", "1").exec()).rejects.toThrow(/^Unauthorized/);
+    expect(seen).toEqual([]);
+    expect(await raw("DBSIZE")).toBe(0);
+  });
 });
 
 describe("connection state never leaks between requests", () => {

@@ -61,7 +61,7 @@ const b64 = (s: string): string => Buffer.from(s).toString("base64");
 describe("routes and authentication", () => {
   it.each(["", "/pipeline", "/multi-exec", "/nope"])("answers 401 JSON on %s without a valid token", async (path) => {
     const body = path === "" ? ["set", "k", "v"] : [["set", "k", "v"]];
-    for (const token of [null, "wrong", ""]) {
+    for (const token of [null, "wrong", "", `${bridge.token} extra`, `${bridge.token} ${bridge.token}`]) {
       const answer = await post(path, body, { token });
       expect(answer).toEqual({ status: 401, contentType: "application/json", body: { error: "Unauthorized" } });
     }
