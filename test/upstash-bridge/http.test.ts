@@ -136,6 +136,8 @@ describe("request bodies", () => {
     ["/pipeline", [["get", "k"], []]],
     ["/pipeline", [["set", "k", "v"], ["set", "k2", null]]],
     ["/multi-exec", { commands: [] }],
+    ["/multi-exec", []],
+    ["/multi-exec", ["set", "k", "v"]],
     ["/multi-exec", [["set", "k", "v"], ["exec"]]],
     ["/multi-exec", [["set", "k", "v"], ["discard"]]],
     ["/pipeline", [["subscribe", "ch"]]],
