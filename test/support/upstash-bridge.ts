@@ -307,8 +307,12 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
     requests.total++;
     requests.byPath[counted] = (requests.byPath[counted] ?? 0) + 1;
 
-    const [scheme, credential] = (req.headers.authorization ?? "").split(" ");
-    if (scheme?.toLowerCase() !== "bearer" || credential !== token) {
+    // The whole rest of the header is the credential: "Bearer <token> extra" is a wrong token.
+    const authorization = req.headers.authorization ?? "";
+    const space = authorization.indexOf(" ");
+    const scheme = space === -1 ? authorization : authorization.slice(0, space);
+    const credential = space === -1 ? undefined : authorization.slice(space + 1);
+    if (scheme.toLowerCase() !== "bearer" || credential !== token) {
       req.resume();
       throw new HttpError(401, "Unauthorized");
     }

@@ -4,7 +4,7 @@
  * bridge that mis-encodes, mis-routes or shares connections fails here.
  */
 import { Redis, type RedisConfigNodejs } from "@upstash/redis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
 import { connectResp, replyToText, type RespClient } from "../support/resp.ts";
 import { startUpstashBridge, type BridgeRequest, type UpstashBridge } from "../support/upstash-bridge.ts";
@@ -109,6 +109,12 @@ describe("default client (auto-pipelining, base64, read-your-writes, telemetry)"
       client.type("missing"),
     ]);
     expect([pong, echoed, typeHash, typeString, typeList, typeNone]).toEqual(["PONG", "abcd", "hash", "string", "list", "none"]);
+  });
+
+  it("decodes a top-level status reply other than OK and PONG (QUEUED, from Lua)", async () => {
+    const client = defaultClient();
+    expect(await client.eval("return redis.status_reply('QUEUED')", [], [])).toBe("QUEUED");
+    expect(await plainClient().eval("return redis.status_reply('QUEUED')", [], [])).toBe("QUEUED");
   });
 
   it("decodes strings inside arrays, including OK (which unencoded would decode to '8')", async () => {
@@ -355,6 +361,36 @@ describe("scripts", () => {
     expect(bridge.requests.total).toBe(3);
   });
 
+  it("createScript().exec falls back through /pipeline again after SCRIPT FLUSH once cached", async () => {
+    const client = defaultClient();
+    const script = client.createScript(SOURCE);
+    expect(await script.exec(["k"], ["a"])).toEqual(["k", "a", 1]);
+    expect(await script.exec(["k"], ["b"])).toEqual(["k", "b", 2]);
+    await client.scriptFlush();
+    bridge.resetCounters();
+    seen.length = 0;
+    expect(await script.exec(["k"], ["bar"])).toEqual(["k", "bar", 3]);
+    expect(bridge.requests).toEqual({ total: 2, byPath: { "/pipeline": 2 } });
+    expect(seen.map((r) => (r.body as string[][])[0]?.[0])).toEqual(["evalsha", "eval"]);
+  });
+
+  it("SCRIPT LOAD, SCRIPT EXISTS and EVALSHA are ordinary commands over / and /pipeline", async () => {
+    for (const client of [defaultClient(), plainClient()]) {
+      await admin.call("SCRIPT", "FLUSH");
+      const sha = await client.scriptLoad("return {'OK', 'abcd', 7}");
+      expect(sha).toMatch(/^[0-9a-f]{40}$/);
+      expect(await raw("SCRIPT", "EXISTS", sha)).toEqual([1]);
+      expect(await client.scriptExists(sha, "0".repeat(40))).toEqual([1, 0]);
+      expect(await client.evalsha(sha, [], [])).toEqual(["OK", "abcd", 7]);
+    }
+  });
+
+  it("script.evalsha() does not fall back either", async () => {
+    const script = plainClient().createScript("return 1");
+    await expect(script.evalsha([], [])).rejects.toThrow(/NOSCRIPT/);
+    expect(bridge.requests).toEqual({ total: 1, byPath: { "/": 1 } });
+  });
+
   it("plain evalsha does not fall back: NOSCRIPT reaches the caller", async () => {
     const sha = String(await raw("SCRIPT", "LOAD", "return 1"));
     await admin.call("SCRIPT", "FLUSH");
@@ -372,6 +408,15 @@ describe("authentication", () => {
     await expect(new Redis(bad).pipeline().set("c", "1").exec()).rejects.toThrow(/^Unauthorized/);
     await expect(new Redis(bad).multi().set("d", "1").exec()).rejects.toThrow(/^Unauthorized/);
     expect(bridge.requests).toEqual({ total: 4, byPath: { "/": 1, "/pipeline": 2, "/multi-exec": 1 } });
+    expect(seen).toEqual([]);
+    expect(await raw("DBSIZE")).toBe(0);
+  });
+
+  it("rejects the right token followed by anything else (the whole credential must match)", async () => {
+    const extended = { url: bridge.url, token: `${bridge.token} extra`, retry: { retries: 0 } } as const;
+    await expect(new Redis({ ...extended, enableAutoPipelining: false }).set("a", "1")).rejects.toThrow(/^Unauthorized/);
+    await expect(new Redis(extended).set("b", "1")).rejects.toThrow(/^Unauthorized/);
+    await expect(new Redis(extended).multi().set("c", "1").exec()).rejects.toThrow(/^Unauthorized/);
     expect(seen).toEqual([]);
     expect(await raw("DBSIZE")).toBe(0);
   });
@@ -418,6 +463,61 @@ describe("large bodies and keep-alive", () => {
     for (let i = 0; i < 30; i++) await client.get("warm");
     expect(bridge.requests.byPath["/"]).toBe(31);
     expect(bridge.httpConnections - before).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("client options the document describes", () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("a per-request deadline (signal: () => AbortSignal.timeout) rejects; the bridge retires the blocked connection", async () => {
+    const client = plainClient({ signal: () => AbortSignal.timeout(200), retry: { retries: 0 } });
+    const discarded = bridge.pool.discarded;
+    await expect(client.exec(["blpop", "q", "0"])).rejects.toThrow(/abort|timeout/i);
+    await vi.waitFor(() => expect(bridge.pool.discarded).toBe(discarded + 1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(async () => expect(String(await raw("INFO", "clients"))).toMatch(/blocked_clients:0\b/), {
+      timeout: 5000,
+      interval: 10,
+    });
+    // No BLPOP is left behind to swallow the next push.
+    expect(await plainClient().rpush("q", "job")).toBe(1);
+    expect(await raw("LRANGE", "q", "0", "-1")).toEqual(["job"]);
+  });
+
+  it("works with a localhost URL and with Redis.fromEnv() (UPSTASH_REDIS_REST_*, then KV_REST_API_*)", async () => {
+    const localhost = bridge.url.replace("127.0.0.1", "localhost");
+    expect(localhost).toMatch(/^http:\/\/localhost:\d+$/);
+    expect(await new Redis({ url: localhost, token: bridge.token }).set("k", "bar")).toBe("OK");
+    vi.stubEnv("UPSTASH_REDIS_REST_URL", localhost);
+    vi.stubEnv("UPSTASH_REDIS_REST_TOKEN", bridge.token);
+    vi.stubEnv("KV_REST_API_URL", "http://127.0.0.1:9");
+    vi.stubEnv("KV_REST_API_TOKEN", "wrong");
+    expect(await Redis.fromEnv().get("k")).toBe("bar");
+    vi.stubEnv("UPSTASH_REDIS_REST_URL", "");
+    vi.stubEnv("UPSTASH_REDIS_REST_TOKEN", "");
+    vi.stubEnv("KV_REST_API_URL", bridge.url);
+    vi.stubEnv("KV_REST_API_TOKEN", bridge.token);
+    expect(await Redis.fromEnv().get("k")).toBe("bar");
+  });
+
+  it("an HTTP error status is never retried, even with the default retry settings: one request each", async () => {
+    await admin.call("SET", "s", "x");
+    await expect(new Redis({ url: bridge.url, token: "wrong" }).get("k")).rejects.toThrow(/^Unauthorized/);
+    await expect(defaultClient().lrange("s", 0, -1)).rejects.toThrow(/^WRONGTYPE/);
+    await expect(defaultClient().multi().set("x", "1").hset("h", {}).exec()).rejects.toThrow(/^EXECABORT/);
+    expect(bridge.requests).toEqual({ total: 3, byPath: { "/pipeline": 1, "/": 1, "/multi-exec": 1 } });
+
+    const own = await startRedis();
+    const front = await startUpstashBridge({ redis: { host: own.host, port: own.port } });
+    try {
+      await own.stop();
+      await expect(new Redis({ url: front.url, token: front.token }).get("k")).rejects.toThrow(/redis unreachable/);
+      expect(front.requests).toEqual({ total: 1, byPath: { "/pipeline": 1 } });
+    } finally {
+      await front.stop();
+      await own.stop();
+    }
   });
 });
 

@@ -61,7 +61,7 @@ const b64 = (s: string): string => Buffer.from(s).toString("base64");
 describe("routes and authentication", () => {
   it.each(["", "/pipeline", "/multi-exec", "/nope"])("answers 401 JSON on %s without a valid token", async (path) => {
     const body = path === "" ? ["set", "k", "v"] : [["set", "k", "v"]];
-    for (const token of [null, "wrong", ""]) {
+    for (const token of [null, "wrong", "", `${bridge.token} extra`, `${bridge.token} ${bridge.token}`]) {
       const answer = await post(path, body, { token });
       expect(answer).toEqual({ status: 401, contentType: "application/json", body: { error: "Unauthorized" } });
     }
@@ -136,6 +136,8 @@ describe("request bodies", () => {
     ["/pipeline", [["get", "k"], []]],
     ["/pipeline", [["set", "k", "v"], ["set", "k2", null]]],
     ["/multi-exec", { commands: [] }],
+    ["/multi-exec", []],
+    ["/multi-exec", ["set", "k", "v"]],
     ["/multi-exec", [["set", "k", "v"], ["exec"]]],
     ["/multi-exec", [["set", "k", "v"], ["discard"]]],
     ["/pipeline", [["subscribe", "ch"]]],
