@@ -319,3 +319,20 @@ describe("hono: a streamed body settles when it is sent, not when the handler re
     expect((await limiter.peek("127.0.0.1")).remaining).toBe(1);
   });
 });
+
+describe("fetch wrapper: a HEAD response has no body to send, so it settles with its status at once", () => {
+  // Bun.serve (1.4.5) cancels the body stream of a response to HEAD instead of reading it:
+  // that is not a client going away.
+  it.each([
+    ["skipSuccessfulRequests", { skipSuccessfulRequests: true }, 1],
+    ["skipFailedRequests", { skipFailedRequests: true }, 0],
+  ] as const)("%s: a 200 to HEAD whose body the runtime cancels counts as a 200", async (_name, option, remaining) => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const handler = withRateLimit(() => new Response("hello"), { limiter, ...option, getClientIp: () => "127.0.0.1", warnings: false });
+    const response = await handler(new Request("http://localhost/", { method: "HEAD" }));
+    expect(response.status).toBe(200);
+    await response.body?.cancel(); // what Bun.serve does with the body of a HEAD response
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await limiter.peek("127.0.0.1")).remaining).toBe(remaining);
+  });
+});

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRateLimiter, fixedWindow } from "../../packages/core/src/index.ts";
+import { createRateLimiter, fixedWindow, redisStore } from "../../packages/core/src/index.ts";
 import { DenyCache } from "../../packages/core/src/redis/deny-cache.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
-import { ioredisHarness, type RedisHarness } from "./harness.ts";
+import { ioredisHarness } from "./harness.ts";
 
 // One policy, limit 5: [allowed, p.allowed, remaining, resetAt, retryAfterMs]
 const denied = (retry: number): number[] => [0, 0, 0, 5000, retry];
@@ -58,7 +58,7 @@ describe("DenyCache", () => {
 });
 
 describe("deny cache on a real Redis: this process's refund or reset while a denial is in flight", () => {
-  let h: RedisHarness;
+  let h: Awaited<ReturnType<typeof ioredisHarness>>;
   beforeAll(async () => {
     h = await ioredisHarness();
   });
@@ -77,5 +77,35 @@ describe("deny cache on a real Redis: this process's refund or reset while a den
     await undo;
     expect((await limiter.peek("k")).remaining).toBe(1);
     expect((await limiter.limit("k")).allowed).toBe(true);
+  });
+
+  it.each(["refund", "reset"] as const)("%s sent before a consume but run after it (another connection, an HTTP request): the denial is not kept", async (op) => {
+    // Upstash's HTTP requests, a pool or a cluster do not keep this process's order: the undo
+    // (refund/reset, sent first) reaches Redis after the consume it raced with.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slow = (delay: boolean) => (delay ? held : Promise.resolve());
+    const client = {
+      evalsha: async (sha: string, n: number, ...rest: string[]) => {
+        await slow(rest[n] === "-1");
+        return h.client.evalsha(sha, n, ...rest);
+      },
+      eval: async (source: string, n: number, ...rest: string[]) => {
+        await slow(rest[n] === "-1");
+        return h.client.eval(source, n, ...rest);
+      },
+      del: async (...keys: string[]) => {
+        await slow(true);
+        return h.client.del(...keys);
+      },
+    };
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1h" }), store: redisStore({ client }), prefix: uniquePrefix() });
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    const undo = op === "refund" ? limiter.refund("k") : limiter.reset("k");
+    expect((await limiter.limit("k")).allowed).toBe(false); // Redis has not run the undo yet
+    release();
+    await undo;
+    expect((await limiter.peek("k")).remaining).toBe(1);
+    expect((await limiter.limit("k")).allowed).toBe(true); // the store admits: so must the limiter
   });
 });

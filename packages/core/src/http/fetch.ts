@@ -124,7 +124,11 @@ export function withRateLimit<Rest extends unknown[]>(
       throw error;
     }
     // A client that went away before the response was sent counts as failed (status 0), as on Node's `close`.
-    if (result.settles) response = settleAfterBody(result, response, request.signal);
+    // A response to HEAD sends no body (Bun cancels it): settled at once, as a null body is.
+    if (result.settles) {
+      if (request.method === "HEAD") result.settle(request.signal?.aborted ? 0 : response.status);
+      else response = settleAfterBody(result, response, request.signal);
+    }
     return result.headers.length === 0 ? response : withHeaders(response, result.headers);
   };
 }

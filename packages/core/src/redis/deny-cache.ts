@@ -23,8 +23,9 @@ interface Denial {
  * script ran (r is the exact wait rounded up to a whole ms, so the wait exceeds r − 1 ms), and
  * the script ran after the request was sent. So until `sentAt + r − 1` every request of this
  * process costing at least as much is denied too — unless another process resets or refunds
- * the identifier, which this cache cannot see. This process's own reset/refund clear the entry,
- * and a denial still in flight when one was sent is not remembered (see `generation`).
+ * the identifier, which this cache cannot see. This process's own reset/refund clear the entry
+ * when sent and again when done (a consume sent meanwhile may have run first), and a denial still
+ * in flight when one was sent is not remembered (see `generation`).
  */
 export class DenyCache {
   readonly #entries = new Map<string, Denial>();

@@ -123,7 +123,13 @@ export class ScriptStore implements RedisScriptStore {
   async refund(set: PolicySet, key: string, cost: number, nowMs: number): Promise<void> {
     const base = baseKey(set.prefix, key);
     this.#cache?.forget(base);
-    await this.#run(this.#prepared.get(set) ?? this.#prepare(set), base, "refund", cost, nowMs, false, 0);
+    try {
+      await this.#run(this.#prepared.get(set) ?? this.#prepare(set), base, "refund", cost, nowMs, false, 0);
+    } finally {
+      // A consume sent meanwhile may have run before it in Redis (another connection, an HTTP
+      // request): its denial, remembered or in flight, predates the refund.
+      this.#cache?.forget(base);
+    }
   }
 
   async reset(set: PolicySet, key: string): Promise<void> {
@@ -134,6 +140,8 @@ export class ScriptStore implements RedisScriptStore {
       await this.#transport.del(keys);
     } catch (error) {
       throw storeError(this.name, "reset", error);
+    } finally {
+      this.#cache?.forget(base); // as in refund
     }
   }
 
