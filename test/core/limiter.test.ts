@@ -242,6 +242,15 @@ describe("bad calls throw a clear error and change no state", () => {
     await expect(limiter.limit("k", { cost: cost as number })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("cost") });
     expect((await limiter.peek("k")).remaining).toBe(4);
   });
+
+  it("null options are no options (cost 1), not a TypeError", async () => {
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 5, window: "1m" }), clock: () => START });
+    const options = null as unknown as undefined;
+    expect((await limiter.limit("k", options)).remaining).toBe(4);
+    expect((limiter.decide("k", options) as { remaining: number }).remaining).toBe(3);
+    await limiter.refund("k", options);
+    expect((await limiter.peek("k")).remaining).toBe(4);
+  });
 });
 
 describe("decide()", () => {

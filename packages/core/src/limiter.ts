@@ -118,8 +118,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   /** Synchronous store answers become decisions at once; remote ones when they arrive. */
   const decide = (result: MaybePromise<StoreResult>): Decision | Promise<Decision> =>
     Array.isArray(result) ? toDecision(result) : Promise.resolve(result).then(toDecision);
-  const costOf = (options: LimitOptions | undefined): number =>
-    options === undefined || options.cost === undefined ? 1 : checkCost(options.cost);
+  // `null` options are no options, as `undefined` are (not a TypeError from reading `.cost`).
+  const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
     checkKey(key);
