@@ -31,4 +31,6 @@ if (runtime.Deno) {
   }, (info) => announce(info.port));
 }
 
-export default { fetch: handler };
+// Not `export default { fetch: handler }` (what a Worker exports): Bun would serve that too, a
+// second server on port 3000 or $PORT, and Deno warns about it.
+export { handler };

@@ -99,7 +99,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
 
 /**
  * A sliding-window counter: the current fixed window's count plus the previous window's count
- * weighted by how much of it still overlaps the sliding window. Two numbers per key; admits at
+ * weighted by how much of it still overlaps the sliding window. Three numbers per key; admits at
  * most `limit` per aligned window and fewer than `2 × limit` in any window-long interval.
  * `resetAt` is when both counted windows have passed.
  *
