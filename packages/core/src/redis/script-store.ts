@@ -1,4 +1,4 @@
-import { intervalUs, toMicros } from "../algorithms.ts";
+import { FIELDS_PER_POLICY, intervalUs, toMicros } from "../algorithms.ts";
 import { describeValue, FloodgateError } from "../errors.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { isBoolean, oneOf, whole, type OptionSpecs } from "../validation.ts";
@@ -72,6 +72,17 @@ const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
 // Chosen once; `@__PURE__` lets bundles without a Redis store drop it.
 const monotonic: () => number = /* @__PURE__ */ (() =>
   typeof globalThis.performance?.now === "function" ? () => globalThis.performance.now() : () => Date.now())();
+
+/**
+ * The script's reply as the limiter reads it: exactly `length` numbers. Anything else (numbers
+ * as strings from ioredis' `stringNumbers` or a proxy, a truncated array) would be read as a
+ * denial or as missing figures, so it is a STORE_ERROR instead.
+ */
+function isResult(reply: unknown, length: number): reply is number[] {
+  if (!Array.isArray(reply) || reply.length !== length) return false;
+  for (let i = 0; i < length; i++) if (typeof reply[i] !== "number") return false;
+  return true;
+}
 
 function isNoScript(error: unknown): boolean {
   const message = error instanceof Error ? error.message : typeof error === "string" ? error : "";
@@ -178,10 +189,10 @@ export class ScriptStore implements RedisScriptStore {
       }
     }
     if (op === "refund") return NO_RESULT;
-    if (!Array.isArray(reply)) {
-      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of integers.`);
+    if (!isResult(reply, 1 + prepared.count * FIELDS_PER_POLICY)) {
+      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of ${1 + prepared.count * FIELDS_PER_POLICY} integers.`);
     }
-    const result = reply as number[];
+    const result = reply;
     if (remember && result[0] === 0 && this.#cache!.generation === generation) this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
     return result;
   }
