@@ -1,9 +1,12 @@
 /** Faults against real redis-server processes: odd reply shapes, lost replies, restarts. */
+import net from "node:net";
+import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRateLimiter, redisStore } from "../../packages/core/src/index.ts";
+import { createRateLimiter, redisStore, upstashStore } from "../../packages/core/src/index.ts";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { startUpstashBridge } from "../support/upstash-bridge.ts";
 import { hourly, uniquePrefix } from "../stores/store-contract.ts";
 
 let redis: RedisInstance;
@@ -44,6 +47,83 @@ describe("replies of an unexpected shape are a STORE_ERROR, never a decision", (
       expect(denied.retryAfterMs).toBeGreaterThan(0);
     } finally {
       client.destroy();
+    }
+  });
+});
+
+/**
+ * A TCP proxy in front of redis-server that can swallow the next reply: the command runs in
+ * Redis, then the connection that sent it is cut, as when a gateway fails after the fact.
+ */
+async function replyDroppingProxy(target: RedisInstance): Promise<{ port: number; dropNextReply(): void; close(): Promise<void> }> {
+  let drop = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target.port, target.host);
+    sockets.add(client).add(upstream);
+    client.on("data", (chunk) => upstream.write(chunk));
+    upstream.on("data", (chunk) => {
+      if (drop) {
+        drop = false;
+        client.destroy();
+        upstream.destroy();
+      } else client.write(chunk);
+    });
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    dropNextReply: () => {
+      drop = true;
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe("only a NOSCRIPT reply leads to EVAL", () => {
+  it("upstash: a failed request whose error text echoes an identifier containing \"noscript\" is not retried (the script may have run)", async () => {
+    const proxy = await replyDroppingProxy(redis);
+    const bridge = await startUpstashBridge({ redis: { host: "127.0.0.1", port: proxy.port } });
+    try {
+      const client = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false, retry: { retries: 0 } });
+      const limiter = createRateLimiter({ policy: hourly("fixed-window", 5), store: upstashStore({ redis: client }), prefix: uniquePrefix() });
+      expect((await limiter.limit("NoScript fan")).remaining).toBe(4); // the script is loaded now
+      proxy.dropNextReply();
+      const error = await limiter.limit("NoScript fan").catch((e: unknown) => e);
+      // The client's message carries the request body, identifier included.
+      expect(error).toMatchObject({ code: "STORE_ERROR", message: expect.stringMatching(/redis connection lost.*NoScript fan/) });
+      // The script ran once for that call (its reply was lost); an EVAL retry would have charged again.
+      expect((await limiter.peek("NoScript fan")).remaining).toBe(3);
+    } finally {
+      await bridge.stop();
+      await proxy.close();
+    }
+  });
+
+  it("upstash: a real NOSCRIPT still falls back to EVAL, with and without auto-pipelining", async () => {
+    const bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port } });
+    const admin = new IORedis(redis.port, redis.host);
+    try {
+      for (const enableAutoPipelining of [true, false]) {
+        const client = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false, enableAutoPipelining });
+        const limiter = createRateLimiter({ policy: hourly("sliding-window", 5), store: upstashStore({ redis: client }), prefix: uniquePrefix() });
+        await admin.script("FLUSH");
+        expect((await limiter.limit("a")).remaining).toBe(4);
+        await admin.script("FLUSH");
+        expect((await limiter.limit("a")).remaining).toBe(3);
+      }
+    } finally {
+      admin.disconnect();
+      await bridge.stop();
     }
   });
 });

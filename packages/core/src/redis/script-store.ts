@@ -84,9 +84,16 @@ function isResult(reply: unknown, length: number): reply is number[] {
   return true;
 }
 
+/**
+ * Whether the server answered NOSCRIPT: the error code starts the message (ioredis, node-redis,
+ * @upstash/redis' HTTP 400 `NOSCRIPT ..., command was: [...]`), after `Command failed: ` with
+ * @upstash/redis' auto-pipelining. Anywhere else it may come from an identifier echoed in the
+ * request body (@upstash/redis quotes it in every non-2xx error): that failure may have come
+ * after the script ran, and an EVAL would charge again.
+ */
 function isNoScript(error: unknown): boolean {
   const message = error instanceof Error ? error.message : typeof error === "string" ? error : "";
-  return message.toUpperCase().includes("NOSCRIPT");
+  return message.startsWith("NOSCRIPT") || message.startsWith("Command failed: NOSCRIPT");
 }
 
 /**
