@@ -127,3 +127,29 @@ describe("only a NOSCRIPT reply leads to EVAL", () => {
     }
   });
 });
+
+describe("redis-server killed and restarted", () => {
+  it.each([
+    ["off (the tests' default): counts are lost", [] as string[], 3],
+    ["on (appendfsync always): counts survive", ["--appendonly", "yes", "--appendfsync", "always"], 1],
+  ])("persistence %s; calls while it is down reject with STORE_ERROR (no offline queue)", async (_what, args, remainingAfter) => {
+    const server = await startRedis({ args });
+    const client = new IORedis(server.port, server.host, { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      const limiter = createRateLimiter({ policy: hourly("fixed-window", 3), store: redisStore({ client, denyCache: false }), prefix: uniquePrefix() });
+      expect((await limiter.limit("a")).remaining).toBe(2);
+      expect((await limiter.limit("a")).remaining).toBe(1);
+      server.kill("SIGKILL");
+      await server.exited();
+      await expect(limiter.limit("a")).rejects.toMatchObject({ code: "STORE_ERROR" });
+      await server.restart();
+      await new Promise<void>((resolve) => (client.status === "ready" ? resolve() : client.once("ready", () => resolve())));
+      expect((await limiter.peek("a")).remaining).toBe(remainingAfter);
+    } finally {
+      client.disconnect();
+      await server.stop();
+    }
+  });
+});
