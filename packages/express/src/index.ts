@@ -43,6 +43,8 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       if (result === undefined) return next();
       (req as RateLimitedRequest).rateLimit = result;
       const headers = result.headers;
+      // Answered already (a timeout middleware, say): nothing more to write, and no 429 to send.
+      if (res.headersSent) return result.allowed ? next() : undefined;
       if (!result.allowed) {
         const denied = result.response!;
         res.status(denied.status);
@@ -56,7 +58,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       for (let i = 0; i < headers.length; i += 2) setHeader.call(res, headers[i]!, headers[i + 1]!);
       settleOnClose(result, res);
       next();
-    }, next);
+    }).then(undefined, next); // a throw while answering (a header Node refuses) goes to the app's error handler
   };
 }
 
