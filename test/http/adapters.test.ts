@@ -5,7 +5,7 @@ import { createServer, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createRateLimiter, fixedWindow, memoryStore, withRateLimit } from "@floodgate/core";
-import { rateLimit as expressRateLimit } from "@floodgate/express";
+import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import { serve } from "@hono/node-server";
@@ -49,6 +49,47 @@ describe("express", () => {
       expect(body.rateLimit).toMatchObject({ allowed: true, limit: 3, remaining: 2, key: "127.0.0.1", rule: "default" });
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe("an app setting that trusts every proxy hop warns as trustProxy: true does", () => {
+  const sendOnce = async (base: string) => (await fetch(base, { headers: { "x-forwarded-for": "198.51.100.7" } })).text();
+  const options = (logs: string[], warnings?: Record<string, boolean>) =>
+    ({ policy: fixedWindow({ limit: 5, window: "1m" }), logger: { warn: (m: string) => { logs.push(m); } }, ...(warnings ? { warnings } : {}) });
+  const trustWarnings = (logs: string[]) => logs.filter((m) => m.includes("trustProxyTrue"));
+
+  it.each([["express 5", express], ["express 4", express4]] as const)("%s: `trust proxy` true warns once; a hop count does not", async (_name, make) => {
+    for (const [setting, expected] of [[true, 1], [1, 0], ["loopback", 0]] as const) {
+      const logs: string[] = [];
+      const app = (make as typeof express)();
+      app.set("trust proxy", setting);
+      app.use(expressRateLimit(options(logs)));
+      app.get("/", (req, res) => { res.send((req as RateLimitedRequest).rateLimit?.key); });
+      const base = await listen(createServer(app));
+      for (let i = 0; i < 2; i++) await sendOnce(base);
+      expect(trustWarnings(logs), String(setting)).toHaveLength(expected);
+    }
+    const logs: string[] = [];
+    const app = express();
+    app.set("trust proxy", true);
+    app.use(expressRateLimit(options(logs, { trustProxyTrue: false })));
+    app.get("/", (_req, res) => { res.send("ok"); });
+    await sendOnce(await listen(createServer(app)));
+    expect(trustWarnings(logs)).toEqual([]);
+  });
+
+  it("koa: app.proxy with no maxIpsCount warns once; with maxIpsCount it does not", async () => {
+    for (const [maxIpsCount, expected] of [[0, 1], [1, 0]] as const) {
+      const logs: string[] = [];
+      const app = new Koa();
+      app.proxy = true;
+      app.maxIpsCount = maxIpsCount;
+      app.use(koaRateLimit(options(logs)));
+      app.use((ctx) => { ctx.body = ctx.state.rateLimit.key; });
+      const base = await listen(createServer(app.callback()));
+      for (let i = 0; i < 2; i++) await sendOnce(base);
+      expect(trustWarnings(logs), `maxIpsCount ${maxIpsCount}`).toHaveLength(expected);
     }
   });
 });
