@@ -4,13 +4,14 @@ import { spawnSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { createRateLimiter, fixedWindow, withRateLimit } from "@floodgate/core";
-import { rateLimit as expressRateLimit } from "@floodgate/express";
+import { createRateLimiter, fixedWindow, memoryStore, withRateLimit } from "@floodgate/core";
+import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import express from "express";
+import express4 from "express4";
 import { Hono } from "hono";
 import Koa from "koa";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -48,6 +49,102 @@ describe("express", () => {
       expect(body.rateLimit).toMatchObject({ allowed: true, limit: 3, remaining: 2, key: "127.0.0.1", rule: "default" });
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe("an app setting that trusts every proxy hop warns as trustProxy: true does", () => {
+  const sendOnce = async (base: string) => (await fetch(base, { headers: { "x-forwarded-for": "198.51.100.7" } })).text();
+  const options = (logs: string[], warnings?: Record<string, boolean>) =>
+    ({ policy: fixedWindow({ limit: 5, window: "1m" }), logger: { warn: (m: string) => { logs.push(m); } }, ...(warnings ? { warnings } : {}) });
+  const trustWarnings = (logs: string[]) => logs.filter((m) => m.includes("trustProxyTrue"));
+
+  it.each([["express 5", express], ["express 4", express4]] as const)("%s: `trust proxy` true warns once; a hop count does not", async (_name, make) => {
+    for (const [setting, expected] of [[true, 1], [1, 0], ["loopback", 0]] as const) {
+      const logs: string[] = [];
+      const app = (make as typeof express)();
+      app.set("trust proxy", setting);
+      app.use(expressRateLimit(options(logs)));
+      app.get("/", (req, res) => { res.send((req as RateLimitedRequest).rateLimit?.key); });
+      const base = await listen(createServer(app));
+      for (let i = 0; i < 2; i++) await sendOnce(base);
+      expect(trustWarnings(logs), String(setting)).toHaveLength(expected);
+    }
+    const logs: string[] = [];
+    const app = express();
+    app.set("trust proxy", true);
+    app.use(expressRateLimit(options(logs, { trustProxyTrue: false })));
+    app.get("/", (_req, res) => { res.send("ok"); });
+    await sendOnce(await listen(createServer(app)));
+    expect(trustWarnings(logs)).toEqual([]);
+  });
+
+  it("koa: app.proxy with no maxIpsCount warns once; with maxIpsCount it does not", async () => {
+    for (const [maxIpsCount, expected] of [[0, 1], [1, 0]] as const) {
+      const logs: string[] = [];
+      const app = new Koa();
+      app.proxy = true;
+      app.maxIpsCount = maxIpsCount;
+      app.use(koaRateLimit(options(logs)));
+      app.use((ctx) => { ctx.body = ctx.state.rateLimit.key; });
+      const base = await listen(createServer(app.callback()));
+      for (let i = 0; i < 2; i++) await sendOnce(base);
+      expect(trustWarnings(logs), `maxIpsCount ${maxIpsCount}`).toHaveLength(expected);
+    }
+  });
+});
+
+describe("express: a response already sent, or a failure while answering, never becomes an unhandled rejection", () => {
+  /** A store that answers after `ms`, as a remote one does. */
+  const slowStore = (ms: number) => {
+    const inner = memoryStore();
+    return {
+      name: "slow",
+      consume: async (...args: Parameters<typeof inner.consume>) => { await new Promise((r) => setTimeout(r, ms)); return inner.consume(...args); },
+      peek: inner.peek.bind(inner),
+      refund: inner.refund.bind(inner),
+      reset: inner.reset.bind(inner),
+    };
+  };
+  const watchRejections = () => {
+    const seen: unknown[] = [];
+    const listener = (reason: unknown) => { seen.push(reason); };
+    process.on("unhandledRejection", listener);
+    return { seen, stop: () => process.off("unhandledRejection", listener) };
+  };
+
+  it.each([["express 5", express], ["express 4", express4]] as const)("%s: a timeout middleware answered while the store was deciding", async (_name, make) => {
+    const rejections = watchRejections();
+    try {
+      const app = (make as typeof express)();
+      // What connect-timeout does: answer 503 after a delay, and let the request go on.
+      app.use((_req, res, next) => { setTimeout(() => { if (!res.headersSent) res.status(503).send("timeout"); }, 5); next(); });
+      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), store: slowStore(40), warnings: false }));
+      app.get("/", (_req, res) => { if (!res.headersSent) res.send("ok"); });
+      const base = await listen(createServer(app));
+      for (let i = 0; i < 2; i++) expect((await fetch(base)).status).toBe(503); // allowed, then denied
+      await new Promise((r) => setTimeout(r, 100));
+      expect(rejections.seen).toEqual([]);
+    } finally {
+      rejections.stop();
+    }
+  });
+
+  it("a custom handler's response Node refuses reaches the app's error handler", async () => {
+    const rejections = watchRejections();
+    try {
+      const app = express();
+      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), handler: () => ({ headers: { "x-bad": "a\nb" } }), warnings: false }));
+      app.get("/", (_req, res) => { res.send("ok"); });
+      app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => { res.status(500).send(`caught ${error.name}`); });
+      const base = await listen(createServer(app));
+      expect((await fetch(base)).status).toBe(200);
+      const denied = await fetch(base, { signal: AbortSignal.timeout(2000) });
+      expect(denied.status).toBe(500);
+      expect(await denied.text()).toBe("caught TypeError");
+      expect(rejections.seen).toEqual([]);
+    } finally {
+      rejections.stop();
     }
   });
 });

@@ -452,6 +452,22 @@ const SCENARIOS: Scenario[] = [
       expect(legacyHeaders(reply.headers)?.remaining).toBe(0);
     },
   },
+  {
+    name: "handler headers replace Floodgate's own of the same name (case-insensitively), never join them",
+    options: () => ({
+      policy: perMinute(1),
+      handler: () => ({ headers: { "retry-after": "5", "Content-Type": "text/html", "X-RateLimit-Limit": "one" }, body: "<p>later</p>" }),
+    }),
+    async run(app) {
+      await app.send("/api/x");
+      const reply = await app.send("/api/x");
+      expect(reply.status).toBe(429);
+      expect(reply.headers.get("retry-after")).toBe("5");
+      expect(reply.headers.get("content-type")).toBe("text/html");
+      expect(reply.headers.get("x-ratelimit-limit")).toBe("one");
+      expect(reply.body).toBe("<p>later</p>");
+    },
+  },
 ];
 
 describe.each(TARGETS)("$name", (target) => {

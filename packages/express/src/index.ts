@@ -2,7 +2,7 @@
  * @module
  * Floodgate rate limiting for Express 4 and 5: a translation layer over `@floodgate/core`.
  */
-import { createHttpRateLimiter, settleOnClose, targetPath, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 
 /**
@@ -36,13 +36,19 @@ const ACCESS: RequestAccess<Request> = {
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   const limiter = createHttpRateLimiter(options, ACCESS);
   const userTrust = options?.trustProxy !== undefined;
+  const warnings = new Warnings(options.warnings, options.logger ?? console);
   return function floodgateRateLimit(req: Request, res: Response, next: NextFunction): void {
     // When the user sets nothing and the app trusts proxies, Express has resolved `req.ip` already.
-    const appTrust = !userTrust && Boolean(req.app?.get("trust proxy"));
+    const trust: unknown = userTrust ? false : req.app?.get("trust proxy");
+    // `true` trusts every hop, as `trustProxy: true` does: `req.ip` is whatever the client wrote first.
+    if (trust === true) warnings.emit("trustProxyTrue", 'the app\'s "trust proxy" is true');
+    const appTrust = Boolean(trust);
     limiter.check(req, appTrust ? req.ip : req.socket.remoteAddress, appTrust).then((result) => {
       if (result === undefined) return next();
       (req as RateLimitedRequest).rateLimit = result;
       const headers = result.headers;
+      // Answered already (a timeout middleware, say): nothing more to write, and no 429 to send.
+      if (res.headersSent) return result.allowed ? next() : undefined;
       if (!result.allowed) {
         const denied = result.response!;
         res.status(denied.status);
@@ -56,7 +62,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       for (let i = 0; i < headers.length; i += 2) setHeader.call(res, headers[i]!, headers[i + 1]!);
       settleOnClose(result, res);
       next();
-    }, next);
+    }).then(undefined, next); // a throw while answering (a header Node refuses) goes to the app's error handler
   };
 }
 

@@ -2,7 +2,7 @@
  * @module
  * Floodgate rate limiting for Koa: a translation layer over `@floodgate/core`.
  */
-import { createHttpRateLimiter, settleOnClose, targetPath, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core";
 import type { Context, Middleware, Next } from "koa";
 
 /** Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw`. */
@@ -28,9 +28,12 @@ const ACCESS: RequestAccess<Context> = {
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
   const limiter = createHttpRateLimiter(options, ACCESS);
   const userTrust = options?.trustProxy !== undefined;
+  const warnings = new Warnings(options.warnings, options.logger ?? console);
   return async function floodgateRateLimit(ctx: Context, next: Next): Promise<void> {
     // With no trustProxy option, Koa's own `app.proxy` setting decides (through `ctx.ip`).
     const appTrust = !userTrust && ctx.app.proxy;
+    // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
+    if (appTrust && !(ctx.app.maxIpsCount > 0)) warnings.emit("trustProxyTrue", "app.proxy is true with no app.maxIpsCount");
     const result = await limiter.check(ctx, appTrust ? ctx.ip : ctx.req.socket.remoteAddress, appTrust);
     if (result === undefined) return next();
     ctx.state.rateLimit = result;

@@ -88,7 +88,8 @@ export function settleAfterBody(result: RateLimitResult, response: Response, sig
 export function toFetchResponse(result: RateLimitResult): Response {
   const denied = result.response!;
   const headers = new Headers();
-  for (let i = 0; i < denied.headers.length; i += 2) headers.append(denied.headers[i]!, denied.headers[i + 1]!);
+  // `set`: a custom handler's header replaces Floodgate's own of that name, as on Node's responses.
+  for (let i = 0; i < denied.headers.length; i += 2) headers.set(denied.headers[i]!, denied.headers[i + 1]!);
   return new Response(denied.body, { status: denied.status, headers });
 }
 

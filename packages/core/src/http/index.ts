@@ -20,4 +20,4 @@ export { TRUST_PROXY_PRESETS, parseForwarded, type TrustProxy, type TrustProxyPr
 export { parseIp, formatIp, normalizeIp, groupIp, parseRange, inRange, type ParsedIp, type IpRange } from "./ip.ts";
 export { compilePattern, compareSpecificity, matchesPattern, normalizePath, targetPath, type RoutePattern } from "./rules.ts";
 export type { StoreErrorAction, CircuitBreakerOptions } from "./store-guard.ts";
-export { WARNINGS, type Logger, type WarningCode, type WarningsOption } from "./warnings.ts";
+export { WARNINGS, Warnings, type Logger, type WarningCode, type WarningsOption } from "./warnings.ts";
