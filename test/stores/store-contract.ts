@@ -332,10 +332,14 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
       it("keep one key per policy, each with its own TTL", async () => {
         if (h.pttl === undefined) return;
         const prefix = uniquePrefix();
+        // Injected time, 2 s into a 10 s window: on the server's clock the 10 s key expires at the
+        // next 10 s boundary, and one falling between the charge and the PTTL read made it -2.
+        const now = 1_700_000_002_000;
         const limiter = createRateLimiter({
           policy: [fixedWindow({ limit: 5, window: "10s", name: "a" }), slidingWindow({ limit: 5, window: "1h", name: "b" })],
-          store: server,
+          store: local,
           prefix,
+          clock: () => now,
         });
         await limiter.limit("ttl");
         const [a, b] = await h.pttl([`${prefix}{ttl}`, `${prefix}{ttl}:1`]);
