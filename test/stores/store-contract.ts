@@ -4,7 +4,7 @@
  * wherever a test depends on it; tests on server time use windows of an hour, so the
  * milliseconds the test takes cannot change a decision.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   createRateLimiter,
   fixedWindow,
@@ -32,6 +32,17 @@ export function uniquePrefix(): string {
 }
 
 export const KINDS: readonly PolicyKind[] = ["token-bucket", "fixed-window", "sliding-window", "sliding-log"];
+
+/**
+ * Waits out the next hour boundary when it is less than `marginMs` away. Tests on the server's
+ * clock use windows of an hour, but windows are aligned: one test running across the boundary
+ * sees a fixed window start afresh mid-test. Redis runs on this machine, on the same clock.
+ * The margin stays under Bun's 5 s default timeout (the contract also runs there).
+ */
+export async function clearOfHourBoundary(marginMs = 3000): Promise<void> {
+  const left = 3_600_000 - (Date.now() % 3_600_000);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
 
 /** A policy of `kind` admitting `limit` per hour (a token bucket refilling its capacity per hour). */
 export function hourly(kind: PolicyKind, limit: number, name?: string): Policy {
@@ -78,6 +89,7 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
       server = h.store("server");
       local = h.store("local");
     });
+    beforeEach(() => clearOfHourBoundary());
     afterAll(async () => {
       await server?.dispose?.();
       await local?.dispose?.();
