@@ -139,8 +139,9 @@ describe("prefixes share one store without colliding", () => {
   it("keeps keys of two limiters apart", async () => {
     const store = memoryStore();
     const policy = fixedWindow({ limit: 1, window: "1m" });
-    const a = createRateLimiter({ policy, store, prefix: "a:" });
-    const b = createRateLimiter({ policy, store, prefix: "a:b" });
+    // A fixed clock: on real time a minute boundary between the calls would open a fresh window.
+    const a = createRateLimiter({ policy, store, prefix: "a:", clock: () => START });
+    const b = createRateLimiter({ policy, store, prefix: "a:b", clock: () => START });
     expect((await a.limit("bc")).allowed).toBe(true);
     expect((await b.limit("c")).allowed).toBe(true);
     expect((await a.limit("bc")).allowed).toBe(false);
@@ -275,7 +276,7 @@ describe("decide()", () => {
       refund: (...args: Parameters<typeof inner.refund>) => Promise.resolve(inner.refund(...args)),
       reset: (...args: Parameters<typeof inner.reset>) => Promise.resolve(inner.reset(...args)),
     };
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), store: remote });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), store: remote, clock: () => START });
     const pending = limiter.decide("k");
     expect(pending).toBeInstanceOf(Promise);
     expect((await pending).allowed).toBe(true);

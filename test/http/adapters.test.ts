@@ -15,8 +15,12 @@ import express4 from "express4";
 import { Hono } from "hono";
 import Koa from "koa";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { T0 } from "./support.ts";
 import { expressTarget } from "./targets.ts";
 
+// Every limiter here runs on this fixed clock: windows are aligned to the minute, so on real time
+// a minute boundary falling between two requests of a test would hand out a fresh window.
+const clock = (): number => T0;
 const policy = fixedWindow({ limit: 1, window: "1m" });
 const servers: Server[] = [];
 afterEach(async () => {
@@ -31,7 +35,7 @@ async function listen(server: Server): Promise<string> {
 
 describe("express", () => {
   it("honours the app's `trust proxy` when trustProxy is not set", async () => {
-    const app = await expressTarget.start({ policy, warnings: false }, { expressTrustProxy: 1 });
+    const app = await expressTarget.start({ policy, clock, warnings: false }, { expressTrustProxy: 1 });
     try {
       expect((await app.send("/api/x", { headers: { "x-forwarded-for": "198.51.100.1" } })).status).toBe(200);
       expect((await app.send("/api/x", { headers: { "x-forwarded-for": "198.51.100.2" } })).status).toBe(200);
@@ -43,7 +47,7 @@ describe("express", () => {
   });
 
   it("exposes req.rateLimit to later handlers", async () => {
-    const app = await expressTarget.start({ policy: fixedWindow({ limit: 3, window: "1m" }), warnings: false });
+    const app = await expressTarget.start({ policy: fixedWindow({ limit: 3, window: "1m" }), clock, warnings: false });
     try {
       const body = JSON.parse((await app.send("/api/x")).body);
       expect(body.rateLimit).toMatchObject({ allowed: true, limit: 3, remaining: 2, key: "127.0.0.1", rule: "default" });
@@ -151,7 +155,7 @@ describe("express: a response already sent, or a failure while answering, never 
 
 /** A route that answers only when told to; the client aborts first. */
 async function disconnectRefund(build: (limiter: ReturnType<typeof createRateLimiter>, arrived: () => void) => Server) {
-  const limiter = createRateLimiter({ policy });
+  const limiter = createRateLimiter({ policy, clock });
   let arrived!: () => void;
   const reached = new Promise<void>((resolve) => { arrived = resolve; });
   const base = await listen(build(limiter, arrived));
@@ -191,7 +195,7 @@ describe("refund when the client disconnects early (skipFailedRequests)", () => 
 describe("koa", () => {
   it("exposes ctx.state.rateLimit", async () => {
     const app = new Koa();
-    app.use(koaRateLimit({ policy: fixedWindow({ limit: 3, window: "1m" }), warnings: false }));
+    app.use(koaRateLimit({ policy: fixedWindow({ limit: 3, window: "1m" }), clock, warnings: false }));
     app.use((ctx) => { ctx.body = { remaining: ctx.state.rateLimit.remaining }; });
     const base = await listen(createServer(app.callback()));
     expect(await (await fetch(`${base}/x`)).json()).toEqual({ remaining: 2 });
@@ -220,7 +224,7 @@ describe("rules see the path the framework routes, whatever form the request-tar
 
   it("express", async () => {
     const app = express();
-    app.use(expressRateLimit({ rules, warnings: false }));
+    app.use(expressRateLimit({ rules, clock, warnings: false }));
     app.post("/login", (_req, res) => { res.send("login"); });
     const base = await listen(createServer(app));
     const statuses = [];
@@ -230,7 +234,7 @@ describe("rules see the path the framework routes, whatever form the request-tar
 
   it("koa", async () => {
     const app = new Koa();
-    app.use(koaRateLimit({ rules, warnings: false }));
+    app.use(koaRateLimit({ rules, clock, warnings: false }));
     app.use((ctx) => { ctx.body = ctx.path; });
     const base = await listen(createServer(app.callback()));
     const statuses = [];
@@ -243,7 +247,7 @@ describe("hono", () => {
   it("on @hono/node-server: the socket address by default, or the runtime's getConnInfo", async () => {
     for (const options of [{}, { getConnInfo }]) {
       const app = new Hono<RateLimitEnv>();
-      app.use(honoRateLimit({ policy, warnings: false, ...options }));
+      app.use(honoRateLimit({ policy, clock, warnings: false, ...options }));
       app.get("/", (c) => c.json({ key: c.get("rateLimit").key }));
       const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
       servers.push(server);
@@ -273,7 +277,7 @@ describe("hono: headers reach every kind of response", () => {
   ];
   it.each(routes.flatMap(([name, route]) => transports.map(([via, send]) => [`${name} via ${via}`, route, send] as const)))("%s", async (_name, route, send) => {
     const app = new Hono();
-    app.use(honoRateLimit({ policy: fixedWindow({ limit: 5, window: "1m" }), getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+    app.use(honoRateLimit({ policy: fixedWindow({ limit: 5, window: "1m" }), clock, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
     route(app);
     const response = await send(app);
     expect(response.headers.get("x-ratelimit-remaining")).toBe("4");
@@ -310,7 +314,7 @@ describe("a client that disconnects before the response counts as failed", () =>
 
   it("fetch wrapper: refunded under skipFailedRequests", async () => {
     const make = (skipFailedRequests: boolean) => {
-      const handler = withRateLimit(() => new Response("ok"), { policy: perMinute2(), skipFailedRequests, getClientIp: () => "127.0.0.1", warnings: false });
+      const handler = withRateLimit(() => new Response("ok"), { policy: perMinute2(), clock, skipFailedRequests, getClientIp: () => "127.0.0.1", warnings: false });
       return (abort: boolean) => {
         const controller = new AbortController();
         if (abort) controller.abort();
@@ -325,7 +329,7 @@ describe("a client that disconnects before the response counts as failed", () =>
   it("hono: refunded under skipFailedRequests", async () => {
     const make = (skipFailedRequests: boolean) => {
       const app = new Hono();
-      app.use(honoRateLimit({ policy: perMinute2(), skipFailedRequests, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+      app.use(honoRateLimit({ policy: perMinute2(), clock, skipFailedRequests, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
       app.get("/", (c) => c.text("ok"));
       return async (abort: boolean) => {
         const controller = new AbortController();
@@ -343,7 +347,7 @@ describe("hono: an error that escapes the app is a failed request", () => {
     ["a thrown non-Error", (app: Hono) => app.get("/", () => { throw "boom"; })],
     ["an onError that rethrows", (app: Hono) => { app.get("/", () => { throw new Error("boom"); }); app.onError((error) => { throw error; }); }],
   ])("%s is refunded under skipFailedRequests", async (_name, route) => {
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }) });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }), clock });
     const app = new Hono();
     app.use(honoRateLimit({ limiter, skipFailedRequests: true, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
     route(app);
@@ -359,7 +363,7 @@ describe("fetch wrapper: a streamed body settles when it is sent, not when the h
   };
 
   it("a client that goes away mid-body is refunded under skipFailedRequests", async () => {
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), clock });
     const handler = withRateLimit(() => new Response(chunks(100)), { limiter, skipFailedRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
     const response = await handler(new Request("http://localhost/"));
     const reader = response.body!.getReader();
@@ -370,7 +374,7 @@ describe("fetch wrapper: a streamed body settles when it is sent, not when the h
   });
 
   it("a body sent to the end is settled with its status, once", async () => {
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), clock });
     const handler = withRateLimit(() => new Response(chunks(3)), { limiter, skipSuccessfulRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
     for (let i = 0; i < 3; i++) {
       const response = await handler(new Request("http://localhost/"));
@@ -393,7 +397,7 @@ describe("hono: a streamed body settles when it is sent, not when the handler re
   };
 
   it("on @hono/node-server: a client that goes away mid-body is refunded under skipFailedRequests", async () => {
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), clock });
     const server = serve({ fetch: build(limiter).fetch, port: 0, hostname: "127.0.0.1" }) as Server;
     servers.push(server);
     await new Promise((resolve) => server.once("listening", resolve));
@@ -407,7 +411,7 @@ describe("hono: a streamed body settles when it is sent, not when the handler re
 
   it("elsewhere (app.request): settled when the handler returns, as documented (a body cancelled later is not refunded)", async () => {
     // Watching the body off Node would need a stream wrapper the Hono bundle's 15 KB budget has no room for.
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }) });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }), clock });
     const app = build(limiter, { getConnInfo: () => ({ remote: { address: "127.0.0.1" } }) });
     const reader = (await app.request("/")).body!.getReader();
     await reader.read();
@@ -424,7 +428,7 @@ describe("fetch wrapper: a HEAD response has no body to send, so it settles with
     ["skipSuccessfulRequests", { skipSuccessfulRequests: true }, 1],
     ["skipFailedRequests", { skipFailedRequests: true }, 0],
   ] as const)("%s: a 200 to HEAD whose body the runtime cancels counts as a 200", async (_name, option, remaining) => {
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), clock });
     const handler = withRateLimit(() => new Response("hello"), { limiter, ...option, getClientIp: () => "127.0.0.1", warnings: false });
     const response = await handler(new Request("http://localhost/", { method: "HEAD" }));
     expect(response.status).toBe(200);

@@ -126,6 +126,8 @@ describe("hooks that fail", () => {
       {
         store,
         policy: perMinute(1),
+        // Fixed time: on real time a minute boundary between the two checks would admit both.
+        clock: () => 1_700_000_040_000,
         // Typed as returning void/an action; an async function is what users will pass anyway.
         onStoreError: rejecting("onStoreError") as never,
         onDecision: rejecting("onDecision"),

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRateLimiter, fixedWindow, redisStore } from "../../packages/core/src/index.ts";
 import { DenyCache } from "../../packages/core/src/redis/deny-cache.ts";
-import { uniquePrefix } from "../stores/store-contract.ts";
+import { clearOfHourBoundary, uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness } from "./harness.ts";
 
 // One policy, limit 5: [allowed, p.allowed, remaining, resetAt, retryAfterMs]
@@ -62,6 +62,8 @@ describe("deny cache on a real Redis: this process's refund or reset while a den
   beforeAll(async () => {
     h = await ioredisHarness();
   });
+  // Fixed windows of an hour on the server's clock: a boundary mid-test would admit again.
+  beforeEach(() => clearOfHourBoundary());
   afterAll(async () => {
     await h?.close();
   });
