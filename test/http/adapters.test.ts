@@ -123,7 +123,7 @@ describe("express: a response already sent, or a failure while answering, never 
       const app = (make as typeof express)();
       // What connect-timeout does: answer 503 after a delay, and let the request go on.
       app.use((_req, res, next) => { setTimeout(() => { if (!res.headersSent) res.status(503).send("timeout"); }, 5); next(); });
-      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), store: slowStore(40), warnings: false }));
+      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), clock, store: slowStore(40), warnings: false }));
       app.get("/", (_req, res) => { if (!res.headersSent) res.send("ok"); });
       const base = await listen(createServer(app));
       for (let i = 0; i < 2; i++) expect((await fetch(base)).status).toBe(503); // allowed, then denied
@@ -138,7 +138,7 @@ describe("express: a response already sent, or a failure while answering, never 
     const rejections = watchRejections();
     try {
       const app = express();
-      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), handler: () => ({ headers: { "x-bad": "a\nb" } }), warnings: false }));
+      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), clock, handler: () => ({ headers: { "x-bad": "a\nb" } }), warnings: false }));
       app.get("/", (_req, res) => { res.send("ok"); });
       app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => { res.status(500).send(`caught ${error.name}`); });
       const base = await listen(createServer(app));

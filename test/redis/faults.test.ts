@@ -3,11 +3,11 @@ import net from "node:net";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRateLimiter, redisStore, upstashStore } from "../../packages/core/src/index.ts";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
 import { startUpstashBridge } from "../support/upstash-bridge.ts";
-import { hourly, uniquePrefix } from "../stores/store-contract.ts";
+import { clearOfHourBoundary, hourly, uniquePrefix } from "../stores/store-contract.ts";
 
 let redis: RedisInstance;
 beforeAll(async () => {
@@ -16,6 +16,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis?.stop();
 });
+// Hour windows on the server's clock: counts taken before an hour boundary would not be seen after it.
+beforeEach(() => clearOfHourBoundary());
 
 describe("replies of an unexpected shape are a STORE_ERROR, never a decision", () => {
   it("ioredis with stringNumbers: true (integers arrive as strings)", async () => {
