@@ -18,6 +18,7 @@ import {
   withRateLimit,
   type HttpRateLimitOptions,
 } from "@floodgate/core";
+import { rateLimit as honoRateLimit } from "@floodgate/hono";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 
@@ -191,11 +192,21 @@ describe("option validation", () => {
     [{ policy, headers: ["legacy", "x"] }, /`headers.1`: received "x"; expected true, false, or one or several of "legacy"/],
     [{ policy, rules: { "GET /a": { policy, cost: -1 } } }, /`rules.GET \/a.cost`: received -1; expected an object mapping "METHOD \/path"/],
     [{ policy, circuitBreaker: { fails: 1 } }, /`circuitBreaker.fails`: received 1; expected false or \{ failures\?/],
+    // Checked here, once: not a TypeError on every request.
+    [{ policy, getClientIp: "x-real-ip" }, /rateLimit\(\): invalid option `getClientIp`: received "x-real-ip"; expected a function/],
     [{}, /`policy`: received undefined; expected `limiter`, `policy`/],
     ["nope", /expected an options object/],
   ])("%j", (options, message) => {
     expect(build(options)).toThrow(FloodgateError);
     expect(build(options)).toThrow(message);
+  });
+
+  it("the adapters' own function options are checked at construction, not called per request", () => {
+    for (const getConnInfo of [5, "x", { remote: { address: "127.0.0.1" } }]) {
+      expect(() => honoRateLimit({ policy, getConnInfo: getConnInfo as never })).toThrow(FloodgateError);
+      expect(() => honoRateLimit({ policy, getConnInfo: getConnInfo as never })).toThrow(/rateLimit\(\): invalid option `getConnInfo`: received .*; expected a function/);
+    }
+    expect(() => honoRateLimit({ policy, getConectInfo: () => undefined } as never)).toThrow(/unknown option `getConectInfo`.*accepted options: .*getConnInfo/);
   });
 });
 

@@ -45,9 +45,8 @@ const nodeSocketIp = (c: Context): string | undefined => (c.env as NodeBindings)
  * app.use("*", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }), getConnInfo }));
  */
 export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): MiddlewareHandler<E & RateLimitEnv> {
-  const isObject = typeof options === "object" && options !== null;
-  const { getConnInfo, ...rest } = isObject ? options : ({} as HonoRateLimitOptions);
-  const limiter = createHttpRateLimiter(isObject ? rest : options, ACCESS);
+  const limiter = createHttpRateLimiter(options, ACCESS, "getConnInfo");
+  const getConnInfo = options.getConnInfo;
   const socketIp = getConnInfo === undefined ? nodeSocketIp : (c: Context) => getConnInfo(c).remote.address;
   return async function floodgateRateLimit(c, next) {
     const result = await limiter.check(c, socketIp(c));

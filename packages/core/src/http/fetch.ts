@@ -109,10 +109,8 @@ export function withRateLimit<Rest extends unknown[]>(
   handler: FetchHandler<Rest>,
   options: WithRateLimitOptions<Rest>,
 ): FetchHandler<Rest> {
-  const isObject = typeof options === "object" && options !== null;
-  const { getClientIp = runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined, ...rest } = isObject ? options : {};
-  // Anything but an object goes on as is, so validation names what was received.
-  const limiter = createHttpRateLimiter((isObject ? rest : options) as HttpRateLimitOptions<Request>, FETCH_ACCESS);
+  const limiter = createHttpRateLimiter(options as HttpRateLimitOptions<Request>, FETCH_ACCESS, "getClientIp");
+  const getClientIp = options.getClientIp ?? runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined;
   return async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
     const result = await limiter.check(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);

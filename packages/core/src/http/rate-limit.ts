@@ -194,6 +194,7 @@ const ACTIONS: readonly StoreErrorAction[] = ["allow", "deny", "fallback"];
 const JSON_TYPE = "application/json; charset=utf-8";
 const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
 let optionSpecs: OptionSpecs | undefined;
+const FUNCTION: OptionSpec = [isFunction, "a function"];
 
 /** Every option: its check (run through zod, see validation.ts) and what it accepts in words. Built on first use. */
 function specs(): OptionSpecs {
@@ -204,7 +205,6 @@ function specs(): OptionSpecs {
   const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
   const isFormat = oneOf(FORMATS);
   const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1) });
-  const fn: OptionSpec = [isFunction, "a function"];
   const bool: OptionSpec = [isBoolean, "a boolean"];
   return optionSpecs = {
     limiter: [isLimiter, "a limiter from createRateLimiter()"],
@@ -216,9 +216,9 @@ function specs(): OptionSpecs {
     ],
     prefix: prefixOf(64),
     clock: [isFunction, CLOCK_ACCEPTED],
-    key: fn,
+    key: FUNCTION,
     cost: [isCost, "a whole number >= 0 or a function returning one"],
-    skip: fn,
+    skip: FUNCTION,
     allowList: [arrayOf((v) => isString(v) && v !== ""), "an array of IP addresses, CIDR ranges or keys"],
     trustProxy: [
       (v) => isBoolean(v) || whole(0, 64)(v) || presets.includes(v as string) || arrayOf((r) => isString(r) && parseRange(r as string) !== undefined)(v),
@@ -232,7 +232,7 @@ function specs(): OptionSpecs {
     statusCode: range("an HTTP status", 400, 599),
     message: [(v) => isString(v) || isRecord(v), "a string, or an object sent as the JSON body"],
     format: choice("json", "problem+json"),
-    handler: fn,
+    handler: FUNCTION,
     skipSuccessfulRequests: bool,
     skipFailedRequests: bool,
     onStoreError: [
@@ -241,8 +241,8 @@ function specs(): OptionSpecs {
     ],
     timeoutMs: range("a whole number of milliseconds", 1, 60_000),
     circuitBreaker: [(v) => v === false || isBreaker(v), "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }"],
-    onDecision: fn,
-    onLimited: fn,
+    onDecision: FUNCTION,
+    onLimited: FUNCTION,
     logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
     warnings: [
       (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),
@@ -408,10 +408,12 @@ function fitKey(key: string): string {
  *   method: (r: Request) => r.method, path: (r) => new URL(r.url).pathname, header: (r, n) => r.headers.get(n) ?? undefined,
  * });
  * const result = await http.check(request, "203.0.113.7");
+ * @param adapterFunction - the name of an adapter's own function-valued option (Hono's
+ *   `getConnInfo`), validated here with the others; the adapter reads it from `options`.
  */
-export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, access: RequestAccess<Raw>): HttpRateLimiter<Raw> {
+export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, access: RequestAccess<Raw>, adapterFunction?: string): HttpRateLimiter<Raw> {
   const where = "rateLimit()";
-  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, where, specs());
+  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, where, adapterFunction ? { ...specs(), [adapterFunction]: FUNCTION } : specs());
   const invalid = (option: string, value: unknown, expected: string): FloodgateError => invalidOption(where, option, value, expected);
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalid("limiter", o.limiter, "either `limiter`, or `store` and `policy`, not both");
