@@ -208,6 +208,13 @@ describe("option validation", () => {
     }
     expect(() => honoRateLimit({ policy, getConectInfo: () => undefined } as never)).toThrow(/unknown option `getConectInfo`.*accepted options: .*getConnInfo/);
   });
+
+  it("withRateLimit checks its handler at construction, not on every request", () => {
+    for (const handler of ["handler", undefined, { fetch: ok }]) {
+      expect(() => withRateLimit(handler as never, { policy })).toThrow(FloodgateError);
+      expect(() => withRateLimit(handler as never, { policy })).toThrow(/withRateLimit\(\): invalid argument `handler`: received .*; expected a function \(request, \.\.\.rest\) => Response/);
+    }
+  });
 });
 
 describe("warnings", () => {

@@ -1,3 +1,4 @@
+import { describeValue, FloodgateError } from "../errors.ts";
 import { createHttpRateLimiter, type HttpRateLimitOptions, type RateLimitResult, type RequestAccess } from "./rate-limit.ts";
 
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
@@ -109,6 +110,13 @@ export function withRateLimit<Rest extends unknown[]>(
   handler: FetchHandler<Rest>,
   options: WithRateLimitOptions<Rest>,
 ): FetchHandler<Rest> {
+  if (typeof handler !== "function") {
+    // At construction (hence INVALID_OPTION), not a TypeError on every request.
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `withRateLimit(): invalid argument \`handler\`: received ${describeValue(handler)}; expected a function (request, ...rest) => Response or a promise of one.`,
+    );
+  }
   const limiter = createHttpRateLimiter(options as HttpRateLimitOptions<Request>, FETCH_ACCESS, "getClientIp");
   const getClientIp = options.getClientIp ?? runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined;
   return async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
