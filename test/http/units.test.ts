@@ -209,6 +209,17 @@ describe("option validation", () => {
     expect(() => honoRateLimit({ policy, getConectInfo: () => undefined } as never)).toThrow(/unknown option `getConectInfo`.*accepted options: .*getConnInfo/);
   });
 
+  it.each([null, 42, {}, true])("a key function returning %j is an INVALID_ARGUMENT naming the key, not a TypeError; nothing is counted", async (returned) => {
+    let bad = true;
+    const handler = withRateLimit(ok, { policy, key: () => (bad ? returned as never : "k"), getClientIp: () => "192.0.2.1", warnings: false });
+    const rejected = handler(new Request("http://x/"));
+    await expect(rejected).rejects.toThrow(FloodgateError);
+    await expect(rejected).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^Invalid key: received .+; expected a non-empty string/) });
+    bad = false;
+    expect((await handler(new Request("http://x/"))).status).toBe(200);
+    expect((await handler(new Request("http://x/"))).status).toBe(429);
+  });
+
   it("withRateLimit checks its handler at construction, not on every request", () => {
     for (const handler of ["handler", undefined, { fetch: ok }]) {
       expect(() => withRateLimit(handler as never, { policy })).toThrow(FloodgateError);

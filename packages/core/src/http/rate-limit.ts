@@ -390,9 +390,13 @@ class RequestView<Raw> implements RateLimitRequest<Raw> {
 
 const isThenable = <T>(v: MaybePromise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
 
-/** Keys longer than the limiter accepts are shortened with a hash of the whole, so they stay distinct. */
+/**
+ * Keys longer than the limiter accepts are shortened with a hash of the whole, so they stay
+ * distinct. What a key function returns unchecked (`null`, a number) goes on as is: the limiter
+ * rejects it (INVALID_ARGUMENT naming the key), not a TypeError here.
+ */
 function fitKey(key: string): string {
-  if (key.length <= 1000) return key;
+  if (typeof key !== "string" || key.length <= 1000) return key;
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   return `${key.slice(0, 980)}#${(h >>> 0).toString(36)}`;
