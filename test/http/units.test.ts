@@ -192,6 +192,11 @@ describe("option validation", () => {
     [{ policy, headers: ["legacy", "x"] }, /`headers.1`: received "x"; expected true, false, or one or several of "legacy"/],
     [{ policy, rules: { "GET /a": { policy, cost: -1 } } }, /`rules.GET \/a.cost`: received -1; expected an object mapping "METHOD \/path"/],
     [{ policy, circuitBreaker: { fails: 1 } }, /`circuitBreaker.fails`: received 1; expected false or \{ failures\?/],
+    // An address with a bad prefix length is a mistake, not a key (which would never match).
+    [{ policy, allowList: ["10.0.0.1", "1.2.3.4/33"] }, /`allowList.1`: received "1.2.3.4\/33"; expected an array of IP addresses, CIDR ranges or keys/],
+    [{ policy, allowList: ["10.0.0.0/8x"] }, /`allowList.0`: received "10.0.0.0\/8x"/],
+    [{ policy, allowList: ["2001:db8::/129"] }, /`allowList.0`: received "2001:db8::\/129"/],
+    [{ policy, allowList: ["192.168.0.0/"] }, /`allowList.0`: received "192.168.0.0\/"/],
     // Checked here, once: not a TypeError on every request.
     [{ policy, getClientIp: "x-real-ip" }, /rateLimit\(\): invalid option `getClientIp`: received "x-real-ip"; expected a function/],
     [{}, /`policy`: received undefined; expected `limiter`, `policy`/],
@@ -218,6 +223,10 @@ describe("option validation", () => {
     bad = false;
     expect((await handler(new Request("http://x/"))).status).toBe(200);
     expect((await handler(new Request("http://x/"))).status).toBe(429);
+  });
+
+  it("allowList still takes keys, with or without a slash, beside addresses and ranges", () => {
+    expect(() => withRateLimit(ok, { policy, allowList: ["10.0.0.0/8", "2001:db8::/64", "::1", "user/42", "api-key-1", "a/b/c"] })).not.toThrow();
   });
 
   it("withRateLimit checks its handler at construction, not on every request", () => {

@@ -219,7 +219,8 @@ function specs(): OptionSpecs {
     key: FUNCTION,
     cost: [isCost, "a whole number >= 0 or a function returning one"],
     skip: FUNCTION,
-    allowList: [arrayOf((v) => isString(v) && v !== ""), "an array of IP addresses, CIDR ranges or keys"],
+    // An address with a bad prefix length ("10.0.0.0/33", "10.0.0.0/8x") is a mistake, not a key that never matches.
+    allowList: [arrayOf((v) => isString(v) && v !== "" && (parseRange(v as string) !== undefined || parseIp((v as string).split("/")[0]!) === undefined)), "an array of IP addresses, CIDR ranges or keys"],
     trustProxy: [
       (v) => isBoolean(v) || whole(0, 64)(v) || presets.includes(v as string) || arrayOf((r) => isString(r) && parseRange(r as string) !== undefined)(v),
       `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, or a preset: ${quoted(presets)}`,
