@@ -1,13 +1,17 @@
 // A real browser: core's built ESM output bundled by esbuild into one classic script (as a user's
 // bundler would, with the "browser" condition), served by a local HTTP server on 127.0.0.1 and
 // run in headless Chromium (Debian's `chromium`, driven by playwright-core). Each scenario runs in
-// the page; its figures come back through `page.evaluate` and are asserted here.
+// the page; its figures come back through `page.evaluate` and are asserted here. The Upstash store
+// runs from the page too, over fetch to the local bridge (a private redis-server behind it), which
+// answers CORS for the page's origin only because this suite turns on its `corsOrigin` option.
 // Fails (never skips) when Chromium is missing: `apt-get install -y chromium`.
 //   npx vitest run test/runtimes/browser.test.ts
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
 import { bundle, CHROMIUM_MISSING, requireBuilt, requireChromium, requirePackage } from "./support.ts";
 
 const BROWSER_CONDITIONS = ["browser", "import", "default"];
@@ -60,6 +64,8 @@ const html = (script: string): string =>
 
 let browser: Browser | undefined;
 let server: Served | undefined;
+let redis: RedisInstance | undefined;
+let bridge: UpstashBridge | undefined;
 let page: Page;
 let inputs: string[];
 let code: string;
@@ -83,6 +89,9 @@ beforeAll(async () => {
       "/misbehave.html": ["text/html; charset=utf-8", html("/misbehave.js")],
       "/misbehave.js": ["text/javascript; charset=utf-8", bad.code],
     });
+    // The Upstash bridge answers CORS for the page's origin only (an option off by default).
+    redis = await startRedis();
+    bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port }, corsOrigin: server.url });
     browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
     page = await browser.newPage();
     page.on("pageerror", (error) => pageErrors.push(String(error)));
@@ -98,10 +107,13 @@ beforeEach(() => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
+  await bridge?.stop();
+  await redis?.stop();
 });
 
 /** Runs a scenario of browser/page.ts in the page and returns its figures. */
-const run = (name: string): Promise<any> => page.evaluate(`floodgateBrowser.run(${JSON.stringify(name)})`);
+const run = (name: string, argument?: unknown): Promise<any> =>
+  page.evaluate(`floodgateBrowser.run(${JSON.stringify(name)}, ${JSON.stringify(argument ?? null)})`);
 
 describe("browser (headless Chromium): @floodgate/core from its dist, bundled for the browser", () => {
   it("the page loaded one classic script, bundled from core's dist with no node:* import, over HTTP", async () => {
@@ -230,6 +242,24 @@ describe("browser (headless Chromium): @floodgate/core from its dist, bundled fo
     expect(r.handlerCalls).toBe(3);
     expect(r.other).toMatchObject({ status: 200 });
     expect(JSON.parse(r.other.body)).toEqual({ hello: "browser", path: "/api/other" });
+  });
+
+  it("the Upstash store from the page: @upstash/redis over fetch (CORS) to the local bridge, on real Redis", async () => {
+    expect(inputs.some((f) => f.startsWith("node_modules/@upstash/redis/cloudflare"))).toBe(true);
+    bridge!.resetCounters();
+    const r = await run("upstash", { url: bridge!.url, token: bridge!.token, prefix: "browser:" });
+    expect(r.decisions.map((d: { allowed: boolean; remaining: number }) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [true, 0], [false, 0]]);
+    expect(r.decisions[3]).toMatchObject({ policy: "upstash-log", limit: 3 });
+    // The log's oldest entry leaves an hour after it was made, on the server's clock.
+    expect(r.decisions[3].retryAfterMs).toBeGreaterThan(3_590_000);
+    expect(r.decisions[3].retryAfterMs).toBeLessThanOrEqual(3_600_000);
+    expect(r.peek).toMatchObject({ allowed: false, remaining: 0 });
+    expect(r.afterReset).toMatchObject({ allowed: true, remaining: 3 });
+    expect(r.statuses).toEqual([200, 429]);
+    expect(r.retryAfter).toBe("3600");
+    // Every decision was an HTTP round trip from the page to the bridge.
+    expect(bridge!.requests.total).toBeGreaterThanOrEqual(8);
+    expect(Object.keys(bridge!.requests.byPath).every((p) => !p.startsWith("outside:"))).toBe(true);
   });
 
   it("the page logged no error and threw nothing", () => {

@@ -6,6 +6,7 @@
 // The global-scope guard is imported first, so it records any timer, fetch or random-value call
 // made while core's module is evaluated; `__MISBEHAVE__` starts a timer there, as a negative control.
 import { globalScope } from "../workers/global-scope-guard.ts";
+import { Redis } from "@upstash/redis/cloudflare";
 import {
   createRateLimiter,
   fixedWindow,
@@ -17,7 +18,7 @@ import {
   withRateLimit,
   type Decision,
   type Policy,
-  type RateLimiter,
+  upstashStore,
 } from "@floodgate/core";
 
 declare const __MISBEHAVE__: boolean;
@@ -169,7 +170,41 @@ async function fetchWrapper(): Promise<Record<string, unknown>> {
   return { responses, other, handlerCalls: calls, requestIsNative: String(Request).includes("[native code]") };
 }
 
-const SCENARIOS: Record<string, () => Promise<Record<string, unknown>>> = {
+/**
+ * The Upstash store from the page: `@upstash/redis`'s fetch client against the local bridge
+ * (started with `corsOrigin` set to this page's origin), on the Redis server's clock.
+ */
+async function upstash(bridge: { url: string; token: string; prefix: string }): Promise<Record<string, unknown>> {
+  const redis = new Redis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
+  const limiter = createRateLimiter({
+    policy: slidingLog({ limit: 3, window: "1h", name: "upstash-log" }),
+    store: upstashStore({ redis, denyCache: false }),
+    prefix: bridge.prefix,
+  });
+  const decisions: Record<string, unknown>[] = [];
+  for (let i = 0; i < 4; i++) decisions.push(figures(await limiter.limit("page-user")));
+  const peek = figures(await limiter.peek("page-user"));
+  await limiter.reset("page-user");
+  const afterReset = figures(await limiter.peek("page-user"));
+
+  const handler = withRateLimit(() => new Response("ok"), {
+    policy: tokenBucket({ capacity: 1, refillRate: 1 / 3600, name: "upstash-fetch" }),
+    store: upstashStore({ redis }),
+    prefix: bridge.prefix,
+    getClientIp: () => "203.0.113.99",
+  });
+  const statuses: number[] = [];
+  let retryAfter: string | null = null;
+  for (let i = 0; i < 2; i++) {
+    const response = await handler(new Request(new URL("/upstash", location.origin)));
+    statuses.push(response.status);
+    if (response.status === 429) retryAfter = response.headers.get("retry-after");
+    await response.text();
+  }
+  return { decisions, peek, afterReset, statuses, retryAfter };
+}
+
+const SCENARIOS: Record<string, (argument: never) => Promise<Record<string, unknown>>> = {
   tokenBucket: () => algorithm("tokenBucket"),
   slidingWindow: () => algorithm("slidingWindow"),
   fixedWindow: () => algorithm("fixedWindow"),
@@ -177,14 +212,15 @@ const SCENARIOS: Record<string, () => Promise<Record<string, unknown>>> = {
   multiPolicy,
   badInput,
   fetchWrapper,
+  upstash,
 };
 
 (globalThis as unknown as Record<string, unknown>)["floodgateBrowser"] = {
   /** Timer, fetch and random-value calls made while the modules were evaluated (empty when clean). */
   globalScopeCalls: globalScope.calls,
-  run(name: string): Promise<Record<string, unknown>> {
+  run(name: string, argument?: unknown): Promise<Record<string, unknown>> {
     const scenario = SCENARIOS[name];
     if (scenario === undefined) return Promise.reject(new Error(`no scenario ${name}`));
-    return scenario();
+    return scenario(argument as never);
   },
 };
