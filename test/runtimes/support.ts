@@ -1,10 +1,10 @@
 /**
- * Shared by the runtime suites (workerd, edge-runtime, examples): bundling the packages' built ESM
+ * Shared by the runtime suites (workerd, edge-runtime, browser, examples): bundling the packages' built ESM
  * output with esbuild, a private redis-server behind the local Upstash bridge, and loud failures
  * when a runtime is missing (these suites never skip).
  */
 import { build, type Metafile } from "esbuild";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { accessSync, constants as fsConstants, existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
@@ -20,6 +20,27 @@ export function requireBinary(name: "deno" | "bun" | "workerd" | "edge-runtime",
     throw new Error(`${name} is required by this suite but ${file} is missing: install it with \`flock /tmp/floodgate-npm.lock npm i -D -E ${npmPackage}\` (or \`npm ci\`) from the repository root`);
   }
   return file;
+}
+
+export const CHROMIUM_MISSING =
+  "chromium is required for the browser test but was not found on PATH; install it with `apt-get install -y chromium` (.ci/run does so when it is missing)";
+
+/**
+ * The Chromium binary the browser suite drives through playwright-core: `chromium` on PATH
+ * (Debian's package), or a failure saying how to install it. Never a skip, in CI or not.
+ */
+export function requireChromium(): string {
+  for (const dir of (process.env["PATH"] ?? "").split(path.delimiter)) {
+    if (dir === "") continue;
+    const candidate = path.join(dir, "chromium");
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // keep looking
+    }
+  }
+  throw new Error(CHROMIUM_MISSING);
 }
 
 /** Imports a package the suite needs, or fails saying how to install it. */

@@ -36,6 +36,14 @@ export interface UpstashBridgeOptions {
   maxIdleConnections?: number;
   /** Largest accepted request body. Default 64 MiB. */
   maxBodyBytes?: number;
+  /**
+   * Answer cross-origin requests from this one origin (e.g. "http://127.0.0.1:8080"), for a
+   * client running in a browser page: CORS preflights (OPTIONS) from it get a 204 allowing POST
+   * with the headers asked for, and its requests get `access-control-allow-origin`. Preflights
+   * are answered before authentication and are not counted in `requests`. Default: no CORS at
+   * all (other origins, and every origin when unset, get no CORS header).
+   */
+  corsOrigin?: string;
   /** Called for every request whose body parsed, before it runs: to assert headers or bodies. */
   onRequest?: (request: BridgeRequest) => void;
 }
@@ -290,9 +298,17 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
       "content-type": "application/json",
       "content-length": Buffer.byteLength(payload),
       "upstash-sync-token": String(++syncToken),
+      ...corsHeaders(res.req),
     });
     res.end(payload);
   };
+
+  const corsOrigin = options.corsOrigin;
+  const corsAllowed = (req: http.IncomingMessage): boolean => corsOrigin !== undefined && req.headers.origin === corsOrigin;
+  const corsHeaders = (req: http.IncomingMessage): Record<string, string> =>
+    corsAllowed(req)
+      ? { "access-control-allow-origin": corsOrigin!, "access-control-expose-headers": "upstash-sync-token", vary: "origin" }
+      : {};
 
   const routeOf = (pathname: string): string | undefined => {
     if (prefix !== "" && pathname !== prefix && !pathname.startsWith(`${prefix}/`)) return undefined;
@@ -391,6 +407,18 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
   };
 
   const server = http.createServer((req, res) => {
+    if (req.method === "OPTIONS" && corsAllowed(req) && req.headers["access-control-request-method"] !== undefined) {
+      req.resume();
+      res.writeHead(204, {
+        "access-control-allow-origin": corsOrigin!,
+        "access-control-allow-methods": "POST",
+        "access-control-allow-headers": req.headers["access-control-request-headers"] ?? "",
+        "access-control-max-age": "600",
+        vary: "origin, access-control-request-headers",
+      });
+      res.end();
+      return;
+    }
     handle(req, res).catch((error: unknown) => {
       if (error instanceof HttpError) {
         send(res, error.status, { error: error.message });

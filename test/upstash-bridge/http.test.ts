@@ -418,3 +418,63 @@ describe("keep-alive", () => {
     }
   });
 });
+
+describe("corsOrigin (off by default; on for the browser test's page)", () => {
+  const ORIGIN = "http://127.0.0.1:45678";
+  const preflight = (url: string, origin: string): Promise<Response> =>
+    fetch(`${url}/pipeline`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type,upstash-encoding" },
+    });
+  const postFrom = (target: UpstashBridge, origin: string): Promise<Response> =>
+    fetch(`${target.url}/`, {
+      method: "POST",
+      headers: { origin, authorization: `Bearer ${target.token}`, "content-type": "application/json" },
+      body: JSON.stringify(["ping"]),
+    });
+
+  it("without the option: no CORS header on any answer, and a preflight is refused like any unauthenticated request", async () => {
+    const answer = await postFrom(bridge, ORIGIN);
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ result: "PONG" });
+    expect([...answer.headers.keys()].filter((h) => h.startsWith("access-control-"))).toEqual([]);
+    const refused = await preflight(bridge.url, ORIGIN);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+    await refused.text();
+  });
+
+  it("with it: that origin's preflight gets 204 allowing POST and the asked headers, uncounted; its answers carry the origin; others get nothing", async () => {
+    const cors = await startUpstashBridge({ redis: { host: redis.host, port: redis.port }, corsOrigin: ORIGIN });
+    try {
+      const ok = await preflight(cors.url, ORIGIN);
+      expect(ok.status).toBe(204);
+      expect(ok.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+      expect(ok.headers.get("access-control-allow-methods")).toBe("POST");
+      expect(ok.headers.get("access-control-allow-headers")).toBe("authorization,content-type,upstash-encoding");
+      expect(cors.requests.total).toBe(0);
+
+      const answer = await postFrom(cors, ORIGIN);
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toEqual({ result: "PONG" });
+      expect(answer.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+      expect(answer.headers.get("access-control-expose-headers")).toBe("upstash-sync-token");
+
+      // Still authenticated: a wrong token is refused (with the header, so the page can read why).
+      const wrong = await fetch(`${cors.url}/`, { method: "POST", headers: { origin: ORIGIN, authorization: "Bearer nope" }, body: '["ping"]' });
+      expect(wrong.status).toBe(401);
+      await wrong.text();
+
+      const elsewhere = "http://127.0.0.1:45679";
+      const refused = await preflight(cors.url, elsewhere);
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+      await refused.text();
+      const other = await postFrom(cors, elsewhere);
+      expect(other.headers.get("access-control-allow-origin")).toBeNull();
+      await other.text();
+    } finally {
+      await cors.stop();
+    }
+  });
+});
