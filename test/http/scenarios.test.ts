@@ -468,6 +468,20 @@ const SCENARIOS: Scenario[] = [
       expect(reply.body).toBe("<p>later</p>");
     },
   },
+  {
+    name: "a handler that throws fails that request only, and the denial still reaches onDecision and onLimited",
+    options: () => ({ policy: perMinute(1), handler: () => { throw new Error("template missing"); } }),
+    async run(app, env) {
+      expect((await app.send("/api/x")).status).toBe(200);
+      // The fetch wrapper rejects (the runtime answers 500); the frameworks answer 500 themselves.
+      const status = await app.send("/api/x").then((reply) => reply.status, () => 500);
+      expect(status).toBe(500);
+      expect(env.decisions.map((d) => d.allowed)).toEqual([true, false]);
+      expect(env.limited).toHaveLength(1);
+      expect(await app.send("/api/x").then((reply) => reply.status, () => 500)).toBe(500);
+      expect(env.limited).toHaveLength(2);
+    },
+  },
 ];
 
 describe.each(TARGETS)("$name", (target) => {

@@ -743,9 +743,10 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         settle = (status) => { if (refundWhen(status)) refund(rule, charged, key, cost); };
       }
       const result = new RateLimitResult(decision, key, rule.name, cost, source, storeError, allowed, headers, settle);
-      if (!allowed) result.response = await deniedResponse(req, result, rule, now);
+      // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
       callHook("onDecision", o.onDecision, result, req);
       if (!allowed) callHook("onLimited", o.onLimited, result, req);
+      if (!allowed) result.response = await deniedResponse(req, result, rule, now);
       return result;
     },
   };
