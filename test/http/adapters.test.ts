@@ -437,3 +437,46 @@ describe("fetch wrapper: a HEAD response has no body to send, so it settles with
     expect((await limiter.peek("127.0.0.1")).remaining).toBe(remaining);
   });
 });
+
+describe("nested limiters, and a handler's own rate-limit header: the innermost writer wins on every integration", () => {
+  const outer = () => ({ policy: fixedWindow({ limit: 10, window: "1m" }), clock, warnings: false as const });
+  const inner = () => ({ policy: fixedWindow({ limit: 3, window: "1m" }), clock, warnings: false as const });
+  const conn = { getConnInfo: () => ({ remote: { address: "127.0.0.1" } }) };
+  const apps: [string, (own: Record<string, string>) => Promise<Response>][] = [
+    ["hono (@hono/node-server)", async (own) => {
+      const app = new Hono();
+      app.use(honoRateLimit({ ...outer(), ...conn }), honoRateLimit({ ...inner(), ...conn }));
+      app.get("/", () => new Response("x", { headers: own }));
+      const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
+      servers.push(server);
+      await new Promise<void>((resolve) => (server.listening ? resolve() : server.once("listening", resolve)));
+      return fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    }],
+    ["express", async (own) => {
+      const app = express();
+      app.use(expressRateLimit(outer()), expressRateLimit(inner()));
+      app.get("/", (_req, res) => { res.set(own).send("x"); });
+      return fetch(await listen(createServer(app)));
+    }],
+    ["koa", async (own) => {
+      const app = new Koa();
+      app.use(koaRateLimit(outer())).use(koaRateLimit(inner())).use((ctx) => { ctx.set(own); ctx.body = "x"; });
+      return fetch(await listen(createServer(app.callback())));
+    }],
+    ["fetch wrapper", async (own) => {
+      const handler = withRateLimit(
+        withRateLimit(() => new Response("x", { headers: own }), { ...inner(), getClientIp: () => "127.0.0.1" }),
+        { ...outer(), getClientIp: () => "127.0.0.1" },
+      );
+      return handler(new Request("http://localhost/"));
+    }],
+  ];
+  it.each(apps)("%s", async (_name, send) => {
+    const plain = await send({});
+    expect(plain.headers.get("x-ratelimit-limit")).toBe("3");
+    expect(plain.headers.get("ratelimit-policy")).toBe('"3-per-1m";q=3;w=60');
+    const own = await send({ "x-ratelimit-limit": "upstream" });
+    expect(own.headers.get("x-ratelimit-limit")).toBe("upstream");
+    expect(own.headers.get("ratelimit-policy")).toBe('"3-per-1m";q=3;w=60');
+  });
+});

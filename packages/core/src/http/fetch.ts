@@ -34,9 +34,15 @@ function runtimeClientIp(request: Request, ...rest: unknown[]): string | undefin
   return undefined;
 }
 
+/**
+ * Adds the rate-limit headers the response does not carry already: a header the handler set, or
+ * an inner limiter's, wins, as it does on Node's responses (the middlewares write theirs before
+ * the handler runs).
+ */
 function withHeaders(response: Response, headers: readonly string[]): Response {
   let target = response;
   for (let i = 0; i < headers.length; i += 2) {
+    if (target.headers.has(headers[i]!)) continue;
     try {
       target.headers.set(headers[i]!, headers[i + 1]!);
     } catch {
