@@ -136,3 +136,28 @@ describe.each(FLAVOURS)("several policies on Redis: %s", (_name, setup) => {
     expect(peeked.policies.map((p) => p.limit - p.remaining)).toEqual([charged, charged, charged, charged, charged]);
   }, 60_000);
 });
+
+describe("deny cache with several policies (ioredis, injected time)", () => {
+  let h: RedisHarness;
+  beforeAll(async () => {
+    h = await ioredisHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("a larger cost after a denial gets the store's binding policy and wait, not the cached ones", async () => {
+    const now = 1_700_002_800_000 + 5000; // 5 s into an hour
+    const policies = [tokenBucket({ capacity: 2, refillRate: 1, name: "burst" }), fixedWindow({ limit: 3, window: "1h", name: "hourly" })];
+    const prefix = uniquePrefix();
+    const cached = createRateLimiter({ policy: policies, store: h.store("local"), prefix, clock: () => now });
+    const direct = createRateLimiter({ policy: policies, store: h.store("local", { denyCache: false }), prefix, clock: () => now });
+    for (let i = 0; i < 2; i++) expect((await cached.limit("u")).allowed).toBe(true);
+    const first = await cached.limit("u"); // the bucket is empty; the hour has 1 left
+    expect([first.allowed, first.policy, first.retryAfterMs]).toEqual([false, "burst", 1000]);
+    const truth = await direct.limit("u", { cost: 2 });
+    expect([truth.allowed, truth.policy, truth.retryAfterMs]).toEqual([false, "hourly", 3_595_000]);
+    const answered = await cached.limit("u", { cost: 2 });
+    expect({ ...answered }).toEqual({ ...truth });
+  });
+});
