@@ -6,7 +6,9 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KINDS, uniquePrefix } from "../stores/store-contract.ts";
+import { Redis as IORedis } from "ioredis";
+import { createRateLimiter, redisStore, type PolicyKind } from "../../packages/core/src/index.ts";
+import { hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
 import type { RunMessage } from "./fixtures/concurrency-worker.ts";
@@ -15,6 +17,14 @@ const WORKER = fileURLToPath(new URL("./fixtures/concurrency-worker.ts", import.
 const PROCESSES = 4;
 const CALLS = 250;
 const LIMIT = 100;
+
+/** A store on the test's Redis for reading the state the workers left (closed once the test ends). */
+const clients: IORedis[] = [];
+function inspector(redis: RedisInstance) {
+  const client = new IORedis(redis.port, redis.host);
+  clients.push(client);
+  return redisStore({ client });
+}
 
 type Reply = { type: "ready" } | { type: "done"; allowed: number } | { type: "error"; error: string };
 
@@ -72,6 +82,7 @@ describe.each(["tcp", "upstash"] as const)("exactness under concurrency: %s", (t
     }
   }, 60_000);
   afterAll(async () => {
+    for (const c of clients.splice(0)) c.disconnect();
     await stopWorkers(workers);
     await bridge?.stop();
     await redis?.stop();
@@ -80,5 +91,15 @@ describe.each(["tcp", "upstash"] as const)("exactness under concurrency: %s", (t
   it.each(KINDS)(`${PROCESSES} processes × ${CALLS} concurrent limit() with limit ${LIMIT} admit exactly ${LIMIT}: %s`, async (kind) => {
     const allowed = await runEverywhere(workers, { type: "run", kind, prefix: uniquePrefix(), key: "hot", limit: LIMIT, calls: CALLS });
     expect(allowed).toBe(LIMIT);
+  }, 60_000);
+
+  it(`several policies (two of one kind), ${PROCESSES} processes × ${CALLS} concurrent limit(): exactly the tightest limit, every policy charged alike`, async () => {
+    const kinds = [...KINDS, "sliding-log"] as PolicyKind[];
+    const limits = [130, 120, 140, 150, LIMIT];
+    const prefix = uniquePrefix();
+    const allowed = await runEverywhere(workers, { type: "run", kind: "fixed-window", kinds, limits, prefix, key: "hot", limit: LIMIT, calls: CALLS });
+    expect(allowed).toBe(LIMIT);
+    const peek = await createRateLimiter({ policy: kinds.map((kind, i) => hourly(kind, limits[i]!, `p${i}`)), store: inspector(redis), prefix }).peek("hot");
+    expect(peek.policies.map((p) => p.limit - p.remaining)).toEqual(limits.map(() => LIMIT));
   }, 60_000);
 });

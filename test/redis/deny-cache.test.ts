@@ -55,6 +55,18 @@ describe("DenyCache", () => {
     expect(cache.check("k", 1, 1, 700)).toEqual([0, 1, 4, 100, 0, 0, 0, 900, 100, 0, 0, 500, 1]);
     expect(cache.check("k", 1, 1, 799)).toBeUndefined();
   });
+
+  it("with several policies, a larger cost than the denied one asks the store (another policy may bind it, with another wait)", () => {
+    const cache = new DenyCache(10);
+    // Policy 0 denied a cost of 1 for 1000 ms; policy 1 admitted it with 1 unit left.
+    const result = [0, 0, 0, 2000, 1000, 1, 1, 3600000, 0];
+    cache.remember("k", 1, 1, 0, result, [2, 3]);
+    expect(cache.check("k", 1, 1, 100)).toEqual([0, 0, 0, 2000, 900, 1, 1, 3600000, 0]);
+    expect(cache.check("k", 1, 2, 100)).toBeUndefined();
+    // Above a policy's limit: certain, never admitted, and that policy binds.
+    expect(cache.check("k", 1, 3, 100)).toEqual([0, 0, 0, 2000, -1, 1, 1, 3600000, 0]);
+    expect(cache.check("k", 1, 4, 100)).toEqual([0, 0, 0, 2000, -1, 0, 1, 3600000, -1]);
+  });
 });
 
 describe("deny cache on a real Redis: this process's refund or reset while a denial is in flight", () => {

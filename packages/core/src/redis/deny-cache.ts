@@ -60,14 +60,20 @@ export class DenyCache {
     if (entry.set !== set || cost < entry.cost) return undefined;
     const out = entry.result.slice();
     const elapsed = now - entry.at;
+    let never = false;
     for (let p = 0, i = 1; p < entry.limits.length; p++, i += FIELDS_PER_POLICY) {
       if (cost > entry.limits[p]!) {
         out[i] = 0;
         out[i + 3] = NEVER;
+        never = true;
       } else if (out[i] === 0 && out[i + 3] !== NEVER) {
         out[i + 3] = Math.max(1, Math.ceil(out[i + 3]! - elapsed));
       }
     }
+    // With several policies, a larger cost may be denied by a policy that admitted the smaller one,
+    // with its own (possibly far longer) wait: that policy would bind it, so the store decides.
+    // Certain only when the cost exceeds a limit (that policy binds, never admitting it).
+    if (cost > entry.cost && entry.limits.length > 1 && !never) return undefined;
     out[0] = 0;
     return out;
   }
