@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createRateLimiter, fixedWindow, redisStore } from "../../packages/core/src/index.ts";
+import { createRateLimiter, fixedWindow, redisStore, tokenBucket } from "../../packages/core/src/index.ts";
 import { DenyCache } from "../../packages/core/src/redis/deny-cache.ts";
 import { clearOfHourBoundary, uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness } from "./harness.ts";
@@ -8,12 +8,13 @@ import { ioredisHarness } from "./harness.ts";
 const denied = (retry: number): number[] => [0, 0, 0, 5000, retry];
 
 describe("DenyCache", () => {
-  it("answers a cost >= the denied one until retryAfter - 1 ms after sending, counting the wait down", () => {
+  it("answers the denied cost until retryAfter - 1 ms after sending, counting the wait down", () => {
     const cache = new DenyCache(10);
     cache.remember("k", 1, 2, 1000, denied(300), [5]);
     expect(cache.check("k", 1, 1, 1100)).toBeUndefined(); // smaller cost: ask the store
+    expect(cache.check("k", 1, 3, 1100)).toBeUndefined(); // larger cost: its exact wait is longer, ask the store
     expect(cache.check("k", 1, 2, 1100)).toEqual([0, 0, 0, 5000, 200]);
-    expect(cache.check("k", 1, 3, 1298.5)).toEqual([0, 0, 0, 5000, 2]);
+    expect(cache.check("k", 1, 2, 1298.5)).toEqual([0, 0, 0, 5000, 2]);
     expect(cache.check("k", 2, 2, 1100)).toBeUndefined(); // another policy set
     expect(cache.check("k", 1, 2, 1299)).toBeUndefined(); // no longer certain
     expect(cache.size).toBe(0); // and dropped
@@ -66,6 +67,30 @@ describe("DenyCache", () => {
     // Above a policy's limit: certain, never admitted, and that policy binds.
     expect(cache.check("k", 1, 3, 100)).toEqual([0, 0, 0, 2000, -1, 1, 1, 3600000, 0]);
     expect(cache.check("k", 1, 4, 100)).toEqual([0, 0, 0, 2000, -1, 0, 1, 3600000, -1]);
+  });
+});
+
+describe("deny cache on a real Redis: a larger cost than the cached denial", () => {
+  let h: Awaited<ReturnType<typeof ioredisHarness>>;
+  beforeAll(async () => {
+    h = await ioredisHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("gets the store's exact wait, not the smaller cost's counted down (one token bucket)", async () => {
+    // Local clock, fixed time: the exact waits are known. Capacity 3, one token per second.
+    const now = 1_700_000_000_000;
+    const policy = tokenBucket({ capacity: 3, refillRate: 1 });
+    const prefix = uniquePrefix();
+    const cached = createRateLimiter({ policy, store: h.store("local"), prefix, clock: () => now });
+    const uncached = createRateLimiter({ policy, store: h.store("local", { denyCache: false }), prefix, clock: () => now });
+    expect((await cached.limit("k", { cost: 3 })).allowed).toBe(true);
+    expect(await cached.limit("k")).toMatchObject({ allowed: false, retryAfterMs: 1000 });
+    const larger = await cached.limit("k", { cost: 2 });
+    expect(larger).toMatchObject({ allowed: false, retryAfterMs: 2000 });
+    expect(larger.retryAfterMs).toBe((await uncached.limit("k", { cost: 2 })).retryAfterMs);
   });
 });
 

@@ -70,10 +70,10 @@ export class DenyCache {
         out[i + 3] = Math.max(1, Math.ceil(out[i + 3]! - elapsed));
       }
     }
-    // With several policies, a larger cost may be denied by a policy that admitted the smaller one,
-    // with its own (possibly far longer) wait: that policy would bind it, so the store decides.
-    // Certain only when the cost exceeds a limit (that policy binds, never admitting it).
-    if (cost > entry.cost && entry.limits.length > 1 && !never) return undefined;
+    // A larger cost has its own, longer exact wait (a token bucket, a sliding window or log needs
+    // more to free up), and with several policies a policy that admitted the smaller cost may bind
+    // it: the store decides. Certain only when the cost exceeds a limit (that policy binds, never).
+    if (cost > entry.cost && !never) return undefined;
     out[0] = 0;
     return out;
   }
