@@ -13,7 +13,7 @@ export {
   type Rule,
   type RuleOptions,
 } from "./rate-limit.ts";
-export { withRateLimit, toFetchResponse, settleAfterBody, type FetchHandler, type WithRateLimitOptions } from "./fetch.ts";
+export { withRateLimit, toFetchResponse, type FetchHandler, type WithRateLimitOptions } from "./fetch.ts";
 export { settleOnClose, type NodeResponseLike } from "./node-response.ts";
 export { HEADER_NAMES, DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 export { TRUST_PROXY_PRESETS, parseForwarded, type TrustProxy, type TrustProxyPreset, type ProxyHeader } from "./client-ip.ts";
