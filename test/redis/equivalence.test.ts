@@ -16,26 +16,15 @@ import {
   slidingLog,
   slidingWindow,
   tokenBucket,
-  type Policy,
   type PolicySet,
   type RateLimitStore,
 } from "../../packages/core/src/index.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
+import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
 
-const GRAIN_MS = 1000;
 const T0 = 1_700_000_000_000;
-
-const windowMs = fc.constantFrom(1, 3, 10, 20, 50, 600).map((n) => n * GRAIN_MS);
-const policyArb: fc.Arbitrary<Policy> = fc.oneof(
-  fc.record({ limit: fc.integer({ min: 1, max: 8 }), rate: fc.constantFrom(1, 0.5, 0.25, 0.2, 0.1) }).map(({ limit, rate }) => tokenBucket({ capacity: limit, refillRate: rate })),
-  fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: windowMs }).map(({ limit, window }) => fixedWindow({ limit, window })),
-  fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: windowMs }).map(({ limit, window }) => slidingWindow({ limit, window })),
-  fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: windowMs }).map(({ limit, window }) => slidingLog({ limit, window })),
-);
-const policiesArb = fc.array(policyArb, { minLength: 1, maxLength: 3 }).map((ps) =>
-  ps.map((p, i) => Object.freeze({ ...p, name: `p${i}` })),
-);
+const policiesArb = policySets({ maxLimit: 8, windows: [1, 3, 10, 20, 50, 600], rates: [1, 0.5, 0.25, 0.2, 0.1], minPolicies: 1, maxPolicies: 3 });
 
 type Op =
   | { kind: "consume"; key: string; cost: number; dt: number }

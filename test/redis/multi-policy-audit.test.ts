@@ -19,17 +19,10 @@ import {
 } from "../../packages/core/src/index.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
+import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
 
-const GRAIN_MS = 1000;
 const T0 = 1_700_000_000_000;
-const windowMs = fc.constantFrom(1, 3, 10, 20, 600).map((n) => n * GRAIN_MS);
-const policyArb: fc.Arbitrary<Policy> = fc.oneof(
-  fc.record({ limit: fc.integer({ min: 1, max: 6 }), rate: fc.constantFrom(1, 0.5, 0.1) }).map(({ limit, rate }) => tokenBucket({ capacity: limit, refillRate: rate })),
-  fc.record({ limit: fc.integer({ min: 1, max: 6 }), window: windowMs }).map(({ limit, window }) => fixedWindow({ limit, window })),
-  fc.record({ limit: fc.integer({ min: 1, max: 6 }), window: windowMs }).map(({ limit, window }) => slidingWindow({ limit, window })),
-  fc.record({ limit: fc.integer({ min: 1, max: 6 }), window: windowMs }).map(({ limit, window }) => slidingLog({ limit, window })),
-);
-const policiesArb = fc.array(policyArb, { minLength: 2, maxLength: 4 }).map((ps) => ps.map((p, i) => Object.freeze({ ...p, name: `p${i}` })));
+const policiesArb = policySets({ maxLimit: 6, windows: [1, 3, 10, 20, 600], rates: [1, 0.5, 0.1], minPolicies: 2, maxPolicies: 4 });
 
 /** The longest a policy's state can matter, measured from the newest time it has seen. */
 function needMs(p: Policy): number {

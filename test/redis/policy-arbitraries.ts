@@ -1,0 +1,36 @@
+/**
+ * Random policy sets for the Redis trace suites (equivalence.test.ts, multi-policy-audit.test.ts).
+ * Times, windows and token intervals are whole multiples of `GRAIN_MS` (one second), so a key's
+ * remaining TTL in injected time is 0 or at least a second: the real time a trace takes never
+ * expires a key the memory store still counts.
+ */
+import fc from "fast-check";
+import { fixedWindow, slidingLog, slidingWindow, tokenBucket, type Policy } from "../../packages/core/src/index.ts";
+
+export const GRAIN_MS = 1000;
+
+export interface PolicyRanges {
+  /** Largest limit (a token bucket's capacity); the smallest is 1. */
+  maxLimit: number;
+  /** Windows, in grains. */
+  windows: readonly number[];
+  /** Token-bucket refill rates, tokens per second (each interval a whole number of grains). */
+  rates: readonly number[];
+  /** How many policies a set holds. */
+  minPolicies: number;
+  maxPolicies: number;
+}
+
+/** Sets of policies of any kinds (repeated kinds included), named `p0`, `p1`... */
+export function policySets(r: PolicyRanges): fc.Arbitrary<Policy[]> {
+  const limit = fc.integer({ min: 1, max: r.maxLimit });
+  const window = fc.constantFrom(...r.windows).map((n) => n * GRAIN_MS);
+  const policy: fc.Arbitrary<Policy> = fc.oneof(
+    fc.record({ limit, rate: fc.constantFrom(...r.rates) }).map(({ limit, rate }) => tokenBucket({ capacity: limit, refillRate: rate })),
+    fc.record({ limit, window }).map(({ limit, window }) => fixedWindow({ limit, window })),
+    fc.record({ limit, window }).map(({ limit, window }) => slidingWindow({ limit, window })),
+    fc.record({ limit, window }).map(({ limit, window }) => slidingLog({ limit, window })),
+  );
+  return fc.array(policy, { minLength: r.minPolicies, maxLength: r.maxPolicies })
+    .map((ps) => ps.map((p, i) => Object.freeze({ ...p, name: `p${i}` })));
+}
