@@ -276,6 +276,77 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "IPv4 in other IPv6 forms (NAT64, IPv4-translated, IPv4-compatible) is keyed as that IPv4 address",
+    options: () => ({ policy: perMinute(1), trustProxy: 1 }),
+    async run(app, env) {
+      expect((await app.send("/api/x", xff("64:ff9b::198.51.100.1"))).status).toBe(200);
+      // Another IPv4 client behind the same NAT64 gateway has a quota of its own.
+      expect((await app.send("/api/x", xff("64:ff9b::198.51.100.2"))).status).toBe(200);
+      // The same IPv4 client, however its address is written, has one.
+      expect((await app.send("/api/x", xff("64:ff9b::c633:6401"))).status).toBe(429);
+      expect((await app.send("/api/x", xff("198.51.100.2"))).status).toBe(429);
+      expect((await app.send("/api/x", xff("::ffff:0:198.51.100.3"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("::ffff:0:c633:6403"))).status).toBe(429);
+      expect((await app.send("/api/x", xff("::198.51.100.4"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("::c633:6404"))).status).toBe(429);
+      // IPv6's own loopback is not the IPv4 address 0.0.0.1: it stays IPv6, grouped by /64.
+      expect((await app.send("/api/x", xff("::1"))).status).toBe(200);
+      expect(env.decisions.map((d) => d.key)).toEqual([
+        "198.51.100.1", "198.51.100.2", "198.51.100.1", "198.51.100.2",
+        "198.51.100.3", "198.51.100.3", "198.51.100.4", "198.51.100.4", "::/64",
+      ]);
+    },
+  },
+  {
+    name: "an IPv6 address outside the IPv4-embedding prefixes still groups by /64, even in a NAT64 /64",
+    options: () => ({ policy: perMinute(1), trustProxy: 1 }),
+    async run(app, env) {
+      expect((await app.send("/api/x", xff("64:ff9b::1:0:c633:6401"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("64:ff9b::2:0:c633:6402"))).status).toBe(429);
+      expect((await app.send("/api/x", xff("2001:db8:1:2::198.51.100.1"))).status).toBe(200);
+      expect((await app.send("/api/x", xff("2001:db8:1:2::198.51.100.2"))).status).toBe(429);
+      expect(env.decisions.map((d) => d.key)).toEqual(["64:ff9b::/64", "64:ff9b::/64", "2001:db8:1:2::/64", "2001:db8:1:2::/64"]);
+    },
+  },
+  {
+    name: "allowList ranges see the IPv4 address inside NAT64 and IPv4-translated forms",
+    options: () => ({ policy: perMinute(1), trustProxy: 1, allowList: ["192.0.2.0/24"] }),
+    async run(app) {
+      expect(await sendMany(app, 2, "/api/x", xff("64:ff9b::192.0.2.7"))).toEqual([200, 200]);
+      expect(await sendMany(app, 2, "/api/x", xff("::ffff:0:c000:208"))).toEqual([200, 200]);
+      expect(hasRateLimitHeaders((await app.send("/api/x", xff("::192.0.2.9"))).headers)).toBe(false);
+      expect(await sendMany(app, 2, "/api/x", xff("64:ff9b::198.51.100.9"))).toEqual([200, 429]);
+    },
+  },
+  {
+    name: "trustProxy \"cloudflare\": a peer outside Cloudflare's ranges is the client, whatever CF-Connecting-IP it sends; warned once",
+    options: () => ({ policy: perMinute(2), trustProxy: "cloudflare" }),
+    async run(app, env) {
+      const statuses: number[] = [];
+      for (const ip of ["203.0.113.1", "203.0.113.2", "203.0.113.3", "not-an-ip", "2001:db8::1"]) {
+        statuses.push((await app.send("/api/x", { headers: { "cf-connecting-ip": ip } })).status);
+      }
+      statuses.push((await app.send("/api/x")).status);
+      expect(statuses).toEqual([200, 200, 429, 429, 429, 429]);
+      expect(env.decisions.map((d) => d.key)).toEqual(Array(6).fill("127.0.0.1"));
+      const warned = env.logs.filter((l) => l.includes("untrustedPresetPeer"));
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toContain("cf-connecting-ip from 127.0.0.1");
+      expect(env.logs.filter((l) => l.includes("invalidIp"))).toEqual([]);
+    },
+  },
+  {
+    name: "trustProxy { preset, ranges }: the header is believed from a peer in the given ranges",
+    options: () => ({ policy: perMinute(1), trustProxy: { preset: "cloudflare", ranges: ["10.0.0.0/8", "127.0.0.0/8"] } }),
+    async run(app, env) {
+      expect((await app.send("/api/x", { headers: { "cf-connecting-ip": "203.0.113.1" } })).status).toBe(200);
+      expect((await app.send("/api/x", { headers: { "cf-connecting-ip": "203.0.113.2" } })).status).toBe(200);
+      expect((await app.send("/api/x", { headers: { "cf-connecting-ip": "203.0.113.1" } })).status).toBe(429);
+      expect(env.decisions.map((d) => d.key)).toEqual(["203.0.113.1", "203.0.113.2", "203.0.113.1"]);
+      expect(env.logs).toEqual([]);
+    },
+  },
+  {
     name: "a forwarded entry that is not an IP: keyed by the proxy that passed it on, warned once",
     options: () => ({ policy: perMinute(5), trustProxy: 1 }),
     async run(app, env) {

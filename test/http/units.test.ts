@@ -15,8 +15,10 @@ import {
   parseIp,
   parseRange,
   targetPath,
+  TRUST_PROXY_RANGES,
   withRateLimit,
   type HttpRateLimitOptions,
+  type RateLimitInfo,
 } from "@floodgate/core";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
 import { describe, expect, it } from "vitest";
@@ -35,7 +37,25 @@ describe("IP addresses", () => {
     ["[fe80::1%25en0]:80", "fe80::1"],
     ["2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"],
     ["0:0:0:0:0:0:0:0", "::"],
-    ["::1.2.3.4", "::102:304"],
+    // IPv4 embedded in IPv6 is that IPv4 address, whichever way it is spelled.
+    ["::1.2.3.4", "1.2.3.4"],
+    ["::102:304", "1.2.3.4"],
+    ["64:ff9b::192.0.2.33", "192.0.2.33"],
+    ["64:FF9B:0:0:0:0:C000:221", "192.0.2.33"],
+    ["[64:ff9b::c000:221]:443", "192.0.2.33"],
+    ["::ffff:0:192.0.2.33", "192.0.2.33"],
+    ["0:0:0:0:ffff:0:c000:221", "192.0.2.33"],
+    ["::0.1.0.0", "0.1.0.0"],
+    // IPv6's own addresses, and those that only look alike, stay IPv6.
+    ["::", "::"],
+    ["::1", "::1"],
+    ["::0.0.0.1", "::1"],
+    ["::0.0.255.255", "::ffff"],
+    ["64:ff9b:1::c000:221", "64:ff9b:1::c000:221"],
+    ["64:ff9b::1:0:c000:221", "64:ff9b::1:0:c000:221"],
+    ["::ffff:1:c000:221", "::ffff:1:c000:221"],
+    ["1::c000:221", "1::c000:221"],
+    ["::1:0:c000:221", "::1:0:c000:221"],
     ["1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8"],
     ["::ffff:255.255.255.255", "255.255.255.255"],
     ["0.0.0.0", "0.0.0.0"],
@@ -66,6 +86,24 @@ describe("IP addresses", () => {
     },
   );
 
+  it("every IPv6 form of an IPv4 address keys as that address; two IPv4 addresses never share a key", () => {
+    const hex = (n: number) => `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+    const dotted = (n: number) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+    const forms = (n: number): string[] => [
+      `::ffff:${dotted(n)}`, `::ffff:${hex(n)}`,
+      `64:ff9b::${dotted(n)}`, `64:ff9b::${hex(n)}`,
+      `::ffff:0:${dotted(n)}`, `::ffff:0:${hex(n)}`,
+      // IPv4-compatible only from 0.1.0.0 up: below, `::x` is IPv6's own (`::`, `::1`).
+      ...(n >= 65536 ? [`::${dotted(n)}`, `::${hex(n)}`] : []),
+    ];
+    const key = (text: string) => groupIp(parseIp(text)!, 64);
+    const address = fc.integer({ min: 0, max: 2 ** 32 - 1 });
+    fc.assert(fc.property(address, address, (a, b) => {
+      for (const form of forms(a)) expect(key(form)).toBe(dotted(a));
+      if (a !== b) for (const x of forms(a)) for (const y of forms(b)) expect(key(x)).not.toBe(key(y));
+    }), { numRuns: 500 });
+  });
+
   it("groups IPv6 by prefix length, IPv4 as is", () => {
     expect(groupIp(parseIp("2001:db8:aaaa:bbbb:cccc::1")!, 64)).toBe("2001:db8:aaaa:bbbb::/64");
     expect(groupIp(parseIp("2001:db8:aaaa:bbff::1")!, 56)).toBe("2001:db8:aaaa:bb00::/56");
@@ -87,6 +125,17 @@ describe("IP addresses", () => {
     expect(inRange(parseIp("192.0.2.8")!, parseRange("192.0.2.7")!)).toBe(false);
     expect(inRange(parseIp("0.1.2.3")!, parseRange("0.0.0.0/0")!)).toBe(true);
     expect(inRange(parseIp("10.0.0.1")!, parseRange("::ffff:10.0.0.0/104")!)).toBe(true);
+    // A range written over IPv4-embedding IPv6 is the IPv4 range; a wider one stays IPv6.
+    const nat64 = parseRange("64:ff9b::192.0.2.0/120")!;
+    expect(inRange(parseIp("192.0.2.9")!, nat64)).toBe(true);
+    expect(inRange(parseIp("64:ff9b::c000:2ff")!, nat64)).toBe(true);
+    expect(inRange(parseIp("192.0.3.1")!, nat64)).toBe(false);
+    const wide = parseRange("64:ff9b::/64")!;
+    expect(wide.v).toBe(6);
+    expect(inRange(parseIp("64:ff9b::1:0:0:1")!, wide)).toBe(true);
+    expect(inRange(parseIp("2001:db8:0:1::1")!, parseRange("2001:db8::/63")!)).toBe(true);
+    expect(inRange(parseIp("2001:db8:0:2::1")!, parseRange("2001:db8::/63")!)).toBe(false);
+    expect(inRange(parseIp("2001:db8::1")!, parseRange("::/0")!)).toBe(true);
     expect(parseRange("10.0.0.0/33")).toBeUndefined();
     expect(parseRange("10.0.0.0/x")).toBeUndefined();
   });
@@ -177,6 +226,13 @@ describe("option validation", () => {
   it.each([
     [{ policy, trustProxy: "cloudflar" }, /`trustProxy`: received "cloudflar"; expected false, true, a hop count.*"cloudflare"/],
     [{ policy, trustProxy: ["10.0.0.0/8", "nope"] }, /`trustProxy.1`: received "nope"/],
+    [{ policy, trustProxy: { preset: "cloudflare", ranges: ["173.245.48.0/20", "nope"] } }, /`trustProxy.ranges.1`: received "nope"; expected .*or \{ preset, ranges \} with one of those presets and a non-empty array of the proxies' IPs\/CIDR ranges\./],
+    [{ policy, trustProxy: { preset: "cloudflare", ranges: ["10.0.0.0/33"] } }, /`trustProxy.ranges.0`: received "10.0.0.0\/33"/],
+    [{ policy, trustProxy: { preset: "cloudflare", ranges: [] } }, /`trustProxy.ranges`: received an array of 0; expected .*a non-empty array/],
+    [{ policy, trustProxy: { preset: "cloudflare", ranges: "10.0.0.0/8" } }, /`trustProxy.ranges`: received "10.0.0.0\/8"/],
+    [{ policy, trustProxy: { ranges: ["10.0.0.0/8"] } }, /`trustProxy.preset`: received undefined; expected .*"cloudflare"/],
+    [{ policy, trustProxy: { preset: "cloudflar" } }, /`trustProxy.preset`: received "cloudflar"/],
+    [{ policy, trustProxy: { preset: "cloudflare", range: ["10.0.0.0/8"] } }, /`trustProxy.range`: received an array of 1/],
     [{ policy, headers: "draft-8" }, /`headers`: received "draft-8"; expected true, false, or one or several of "legacy"/],
     [{ policy, headers: ["draft-7", "draft-11"] }, /"draft-7" and "draft-11" both write/],
     [{ policy, statusCode: 200 }, /`statusCode`: received 200; expected an HTTP status from 400 to 599/],
@@ -287,5 +343,122 @@ describe("warnings", () => {
   it("a throwing key function reaches the host as a rejection of that request only", async () => {
     const handler = withRateLimit(() => new Response("ok"), { policy, key: () => { throw new Error("bad key"); }, warnings: false });
     await expect(handler(new Request("http://x/"))).rejects.toThrow("bad key");
+  });
+});
+
+describe("platform presets", () => {
+  const recorder = () => {
+    const logs: string[] = [];
+    return { logs, logger: { warn: (m: string) => logs.push(m) } };
+  };
+  /** A handler whose socket peer is the request's `x-test-peer` (absent: no socket address, as on Workers). */
+  const serve = (options: Omit<HttpRateLimitOptions<Request>, "policy">, limit = 1) => {
+    const { logs, logger } = recorder();
+    const keys: string[] = [];
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: fixedWindow({ limit, window: "1m" }),
+      logger,
+      getClientIp: (r) => r.headers.get("x-test-peer") ?? undefined,
+      onDecision: (info: RateLimitInfo) => { keys.push(info.key); },
+      ...options,
+    });
+    const send = async (headers: Record<string, string>) => (await handler(new Request("http://x/", { headers }))).status;
+    return { logs, keys, send };
+  };
+
+  it("ships Cloudflare's and Fastly's published ranges, every one valid", () => {
+    expect(TRUST_PROXY_RANGES.cloudflare.filter((r) => !r.includes(":"))).toHaveLength(15);
+    expect(TRUST_PROXY_RANGES.cloudflare.filter((r) => r.includes(":"))).toHaveLength(7);
+    expect(TRUST_PROXY_RANGES.fastly.filter((r) => !r.includes(":"))).toHaveLength(19);
+    expect(TRUST_PROXY_RANGES.fastly.filter((r) => r.includes(":"))).toHaveLength(2);
+    for (const r of [...TRUST_PROXY_RANGES.cloudflare, ...TRUST_PROXY_RANGES.fastly]) expect(parseRange(r), r).toBeDefined();
+  });
+
+  it.each([["cloudflare", "cf-connecting-ip"], ["fastly", "fastly-client-ip"]] as const)(
+    "%s: the header is believed from a peer inside each published range, in IPv4, IPv6 and IPv4-mapped spellings",
+    async (preset, header) => {
+      const { logs, keys, send } = serve({ trustProxy: preset });
+      let i = 0;
+      for (const range of TRUST_PROXY_RANGES[preset]) {
+        const peer = range.split("/")[0]!;
+        const peers = peer.includes(":") ? [peer] : [peer, `::ffff:${peer}`];
+        for (const p of peers) expect(await send({ "x-test-peer": p, [header]: `203.0.113.${++i}` })).toBe(200);
+      }
+      expect(keys).toEqual(Array.from({ length: i }, (_, n) => `203.0.113.${n + 1}`));
+      expect(logs).toEqual([]);
+    },
+  );
+
+  it("a peer just outside a published range, or inside another platform's, is the client", async () => {
+    const { logs, keys, send } = serve({ trustProxy: "cloudflare" });
+    // 173.245.48.0/20 ends at 173.245.63.255; 151.101.0.0/16 is Fastly's.
+    for (const peer of ["173.245.64.0", "173.245.47.255", "151.101.1.1", "2400:cb01::1"]) {
+      await send({ "x-test-peer": peer, "cf-connecting-ip": "203.0.113.1" });
+    }
+    expect(keys).toEqual(["173.245.64.0", "173.245.47.255", "151.101.1.1", "2400:cb01::/64"]);
+    expect(logs.filter((l) => l.includes("untrustedPresetPeer"))).toHaveLength(1);
+    expect(logs[0]).toMatch(/cf-connecting-ip from 173\.245\.64\.0, outside the published cloudflare ranges/);
+    expect(logs[0]).toMatch(/Make the origin reachable only through the platform/);
+  });
+
+  it("a direct client is limited by its socket address whatever CF-Connecting-IP it sends (20 forged headers, limit 2)", async () => {
+    const { keys, send } = serve({ trustProxy: "cloudflare" }, 2);
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) statuses.push(await send({ "x-test-peer": "198.51.100.50", "cf-connecting-ip": `10.0.${i}.1` }));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+    expect(new Set(keys)).toEqual(new Set(["198.51.100.50"]));
+  });
+
+  it("no socket address (the platform is the runtime, as on Workers): the header is believed, with no warning", async () => {
+    const { logs, keys, send } = serve({ trustProxy: "cloudflare" });
+    expect(await send({ "cf-connecting-ip": "203.0.113.1" })).toBe(200);
+    expect(await send({ "cf-connecting-ip": "203.0.113.2" })).toBe(200);
+    expect(await send({ "cf-connecting-ip": "203.0.113.1" })).toBe(429);
+    expect(keys).toEqual(["203.0.113.1", "203.0.113.2", "203.0.113.1"]);
+    expect(logs).toEqual([]);
+  });
+
+  it("a peer that is the header's own address (a runtime reporting CF-Connecting-IP as the peer) is not warned about", async () => {
+    const { logs, keys, send } = serve({ trustProxy: "cloudflare" });
+    await send({ "x-test-peer": "203.0.113.1", "cf-connecting-ip": "203.0.113.1" });
+    await send({ "x-test-peer": "2001:db8::1", "cf-connecting-ip": "2001:DB8:0::1" });
+    expect(keys).toEqual(["203.0.113.1", "2001:db8::/64"]);
+    expect(logs).toEqual([]);
+  });
+
+  it("ranges given replace the published ones", async () => {
+    const { logs, keys, send } = serve({ trustProxy: { preset: "cloudflare", ranges: ["10.0.0.0/8", "2001:db8::/32"] } });
+    await send({ "x-test-peer": "10.1.2.3", "cf-connecting-ip": "203.0.113.1" });
+    await send({ "x-test-peer": "2001:db8::7", "cf-connecting-ip": "203.0.113.2" });
+    await send({ "x-test-peer": "162.158.0.1", "cf-connecting-ip": "203.0.113.3" });
+    expect(keys).toEqual(["203.0.113.1", "203.0.113.2", "162.158.0.1"]);
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatch(/untrustedPresetPeer: .*\(cf-connecting-ip from 162\.158\.0\.1, outside the given ranges\)/);
+  });
+
+  it.each([["vercel", "x-real-ip"], ["netlify", "x-nf-client-connection-ip"], ["fly", "fly-client-ip"], ["akamai", "true-client-ip"]] as const)(
+    "%s publishes no ranges: warned once at construction, the header believed from any peer; ranges given make it checked",
+    async (preset, header) => {
+      const loose = serve({ trustProxy: preset });
+      expect(loose.logs).toHaveLength(1);
+      expect(loose.logs[0]).toMatch(new RegExp(`^\\[floodgate\\] presetWithoutRanges: .*origin reachable only through the platform.*\\(trustProxy "${preset}" reads ${header}\\)$`));
+      await loose.send({ "x-test-peer": "198.51.100.50", [header]: "203.0.113.1" });
+      await loose.send({ "x-test-peer": "198.51.100.50", [header]: "203.0.113.2" });
+      expect(loose.keys).toEqual(["203.0.113.1", "203.0.113.2"]);
+      expect(loose.logs).toHaveLength(1);
+
+      expect(serve({ trustProxy: { preset }, warnings: { presetWithoutRanges: false } }).logs).toEqual([]);
+      const checked = serve({ trustProxy: { preset, ranges: ["10.0.0.0/8"] } });
+      expect(checked.logs).toEqual([]);
+      await checked.send({ "x-test-peer": "10.0.0.1", [header]: "203.0.113.1" });
+      await checked.send({ "x-test-peer": "198.51.100.50", [header]: "203.0.113.2" });
+      expect(checked.keys).toEqual(["203.0.113.1", "198.51.100.50"]);
+      expect(checked.logs.filter((l) => l.includes("untrustedPresetPeer"))).toHaveLength(1);
+    },
+  );
+
+  it("Cloudflare and Fastly (published ranges) do not warn at construction", () => {
+    expect(serve({ trustProxy: "cloudflare" }).logs).toEqual([]);
+    expect(serve({ trustProxy: { preset: "fastly" } }).logs).toEqual([]);
   });
 });

@@ -1,8 +1,13 @@
-import { inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
+import { arrayOf, isBoolean, isString, objectOf, whole, type Check, type OptionSpec } from "../validation.ts";
+import { formatIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
+import { TRUST_PROXY_RANGES } from "./proxy-ranges.ts";
+import type { Warnings } from "./warnings.ts";
 
 /**
- * Platforms whose edge overwrites one header with the client's address, so that header can be
- * trusted as is (when the origin is reachable only through the platform).
+ * Platforms whose edge overwrites one header with the client's address. Where the platform
+ * publishes its proxies' ranges ({@link TRUST_PROXY_RANGES}), the header is believed only from a
+ * peer inside them; elsewhere from any peer, so the origin must be reachable only through the
+ * platform.
  */
 export const TRUST_PROXY_PRESETS = {
   cloudflare: "cf-connecting-ip",
@@ -17,10 +22,39 @@ export const TRUST_PROXY_PRESETS = {
 export type TrustProxyPreset = keyof typeof TRUST_PROXY_PRESETS;
 
 /**
- * Which proxies to trust: `false` (the socket address is the client), a hop count, a list of
- * proxy addresses/CIDRs, a platform preset, or `true` (trust every hop: spoofable).
+ * A platform preset whose header is believed only from a socket peer in `ranges` (proxy IPs or
+ * CIDR ranges), instead of the platform's published ranges (or any peer, where it publishes none).
  */
-export type TrustProxy = boolean | number | readonly string[] | TrustProxyPreset;
+export interface TrustProxyPresetOptions {
+  readonly preset: TrustProxyPreset;
+  readonly ranges?: readonly string[];
+}
+
+/**
+ * Which proxies to trust: `false` (the socket address is the client), a hop count, a list of
+ * proxy addresses/CIDRs, a platform preset (optionally with its proxies' ranges), or `true`
+ * (trust every hop: spoofable).
+ */
+export type TrustProxy = boolean | number | readonly string[] | TrustProxyPreset | TrustProxyPresetOptions;
+
+/** The `trustProxy` option's check and what it accepts, in words. Built on first use. */
+export function trustProxySpec(): OptionSpec {
+  const PRESETS = Object.keys(TRUST_PROXY_PRESETS);
+  const isRanges: Check = arrayOf((r) => isString(r) && parseRange(r as string) !== undefined);
+  const isPresetOptions = objectOf({ preset: (v) => PRESETS.includes(v as string), ranges: (v) => Array.isArray(v) && v.length > 0 && isRanges(v) });
+  const presets = PRESETS.map((p) => `"${p}"`).join(", ");
+  return [
+    (v) => {
+      if (isBoolean(v) || whole(0, 64)(v) || PRESETS.includes(v as string)) return true;
+      if (Array.isArray(v)) return isRanges(v);
+      const result = isPresetOptions(v);
+      // `preset` is the one required key: its absence is named as its own mistake.
+      return result === true && (v as TrustProxyPresetOptions).preset === undefined ? ["preset"] : result;
+    },
+    `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, a preset: ${presets}, ` +
+    "or { preset, ranges } with one of those presets and a non-empty array of the proxies' IPs/CIDR ranges",
+  ];
+}
 
 /** The header a proxy chain is read from. */
 export type ProxyHeader = "x-forwarded-for" | "forwarded";
@@ -64,17 +98,10 @@ function splitList(value: string): string[] {
  * the right (the socket, then the nearest proxy's entry...), and trusted only as far as configured,
  * so a client cannot choose its own key by sending a forged header.
  */
-export function createClientIpResolver(trustProxy: TrustProxy, proxyHeader: ProxyHeader): Resolver {
+export function createClientIpResolver(trustProxy: TrustProxy, proxyHeader: ProxyHeader, warnings?: Warnings): Resolver {
   if (trustProxy === false || trustProxy === 0) return socketOnly;
-  if (typeof trustProxy === "string") {
-    const name = TRUST_PROXY_PRESETS[trustProxy as TrustProxyPreset];
-    return (socketIp, raw, header) => {
-      const value = header(raw, name);
-      if (value === undefined) return socketOnly(socketIp);
-      const ip = parseIp(value);
-      return ip === undefined ? { ip: socketIp === undefined ? undefined : parseIp(socketIp), invalid: value } : { ip };
-    };
-  }
+  if (typeof trustProxy === "string") return presetResolver({ preset: trustProxy as TrustProxyPreset }, warnings);
+  if (typeof trustProxy === "object" && !Array.isArray(trustProxy)) return presetResolver(trustProxy as TrustProxyPresetOptions, warnings);
   const chainOf = <Raw>(raw: Raw, header: HeaderReader<Raw>): string[] => {
     const value = header(raw, proxyHeader);
     if (value === undefined || value === "") return [];
@@ -84,8 +111,8 @@ export function createClientIpResolver(trustProxy: TrustProxy, proxyHeader: Prox
   if (trustProxy === true) trusts = () => true;
   else if (typeof trustProxy === "number") trusts = (_ip, hop) => hop < trustProxy;
   else {
-    const ranges = (trustProxy as readonly string[]).map((t) => parseRange(t)!) as IpRange[];
-    trusts = (ip) => ranges.some((r) => inRange(ip, r));
+    const ranges = parseRanges(trustProxy as readonly string[]);
+    trusts = (ip) => inAny(ip, ranges);
   }
   return (socketIp, raw, header) => {
     // hop 0 is the socket peer; hop i the i-th entry from the right of the chain.
@@ -108,4 +135,49 @@ function socketOnly(socketIp: string | undefined): ClientIp {
   if (socketIp === undefined) return { ip: undefined };
   const ip = parseIp(socketIp);
   return ip === undefined ? { ip: undefined, invalid: socketIp } : { ip };
+}
+
+function parseRanges(texts: readonly string[]): IpRange[] {
+  return texts.map((t) => parseRange(t)!);
+}
+
+function inAny(ip: ParsedIp, ranges: readonly IpRange[]): boolean {
+  for (let i = 0; i < ranges.length; i++) if (inRange(ip, ranges[i]!)) return true;
+  return false;
+}
+
+/**
+ * A preset reads one header the platform overwrites. Its ranges (the user's, else the platform's
+ * published ones) say which socket peers are the platform: the header of any other peer is the
+ * client's own writing, and the peer is the client. With no socket address (Workers, edge
+ * functions: the platform is the runtime, no peer to check) the header is believed.
+ */
+function presetResolver({ preset, ranges: own }: TrustProxyPresetOptions, warnings: Warnings | undefined): Resolver {
+  const name = TRUST_PROXY_PRESETS[preset];
+  const published = (TRUST_PROXY_RANGES as Partial<Record<TrustProxyPreset, readonly string[]>>)[preset];
+  const texts = own ?? published;
+  const ranges = texts === undefined ? undefined : parseRanges(texts);
+  if (ranges === undefined) warnings?.emit("presetWithoutRanges", `trustProxy "${preset}" reads ${name}`);
+  return (socketIp, raw, header) => {
+    const value = header(raw, name);
+    if (value === undefined) return socketOnly(socketIp);
+    if (ranges !== undefined && socketIp !== undefined) {
+      const peer = parseIp(socketIp);
+      if (peer === undefined) return { ip: undefined, invalid: socketIp };
+      if (!inAny(peer, ranges)) {
+        // A runtime that reports the header's value as the peer (Hono's getConnInfo on Workers) forges nothing.
+        if (warnings?.pending("untrustedPresetPeer") && formatIp(peer) !== normalizeOrSelf(value)) {
+          warnings.emit("untrustedPresetPeer", `${name} from ${formatIp(peer)}, outside the ${own === undefined ? `published ${preset}` : "given"} ranges`);
+        }
+        return { ip: peer };
+      }
+    }
+    const ip = parseIp(value);
+    return ip === undefined ? { ip: socketIp === undefined ? undefined : parseIp(socketIp), invalid: value } : { ip };
+  };
+}
+
+function normalizeOrSelf(text: string): string {
+  const ip = parseIp(text);
+  return ip === undefined ? text : formatIp(ip);
 }

@@ -77,8 +77,31 @@ function parseIpv6(text: string): number[] | undefined {
 }
 
 /**
+ * The IPv4 address an IPv6 address carries in its low 32 bits, when its upper 96 bits say it is
+ * one: IPv4-mapped `::ffff:0:0/96` (dual-stack sockets), IPv4-translated `::ffff:0:0:0/96`
+ * (RFC 2765), the NAT64 well-known prefix `64:ff9b::/96` (RFC 6052), and IPv4-compatible `::/96`
+ * (deprecated). The last only when the embedded value is 0.1.0.0 or above: `::` and `::1` (and
+ * any `::x` up to `::ffff`) are IPv6's own unspecified and loopback addresses, not 0.0.0.x, and no
+ * IPv4 client has an address in 0.0.0.0/16 ("this network"). The rule reads the value, not the
+ * spelling, so `::1.2.3.4` and `::102:304` are one client.
+ */
+function embeddedIpv4(g: readonly number[]): number | undefined {
+  if (g[2] !== 0 || g[3] !== 0) return undefined;
+  const low = g[6]! * 65536 + g[7]!;
+  if (g[0] === 0 && g[1] === 0) {
+    if (g[4] === 0 && (g[5] === 0xffff || (g[5] === 0 && g[6] !== 0))) return low;
+    if (g[4] === 0xffff && g[5] === 0) return low;
+  } else if (g[0] === 0x64 && g[1] === 0xff9b && g[4] === 0 && g[5] === 0) {
+    return low;
+  }
+  return undefined;
+}
+
+/**
  * Parses an address as it appears in a socket or a proxy header: strips `[...]` brackets, a
- * port, an IPv6 zone id (`%eth0`); maps IPv4-mapped IPv6 (`::ffff:1.2.3.4`) to IPv4.
+ * port, an IPv6 zone id (`%eth0`); an IPv6 address that embeds an IPv4 one (IPv4-mapped
+ * `::ffff:1.2.3.4`, NAT64 `64:ff9b::1.2.3.4`, IPv4-translated `::ffff:0:1.2.3.4`, IPv4-compatible
+ * `::1.2.3.4`) is that IPv4 address, so one IPv4 client has one key however its address reaches us.
  * Returns `undefined` when the text is not an IP address.
  */
 export function parseIp(input: string): ParsedIp | undefined {
@@ -95,15 +118,13 @@ export function parseIp(input: string): ParsedIp | undefined {
   if (zone !== -1) text = text.slice(0, zone);
   // IPv4-mapped IPv6, as dual-stack sockets report IPv4 peers: the common case, kept short.
   const dotted = text.startsWith("::ffff:") ? text.slice(7) : text;
-  const v4 = parseIpv4(dotted);
-  if (v4 !== undefined) return { v: 4, n: v4, text: dotted };
+  const quad = parseIpv4(dotted);
+  if (quad !== undefined) return { v: 4, n: quad, text: dotted };
   if (!text.includes(":")) return undefined;
   const g = parseIpv6(text);
   if (g === undefined) return undefined;
-  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
-    return { v: 4, n: g[6]! * 65536 + g[7]! };
-  }
-  return { v: 6, g };
+  const v4 = embeddedIpv4(g);
+  return v4 === undefined ? { v: 6, g } : { v: 4, n: v4 };
 }
 
 /** The canonical text of an address: dotted IPv4, or RFC 5952 compressed lower-case IPv6. */
@@ -152,28 +173,41 @@ export function groupIp(ip: ParsedIp, ipv6SubnetBits: number): string {
 /** Parses `"10.0.0.0/8"`, `"2001:db8::/32"` or a single address; `undefined` when invalid. */
 export function parseRange(text: string): IpRange | undefined {
   const slash = text.indexOf("/");
-  const ip = parseIp(slash === -1 ? text : text.slice(0, slash));
+  const address = slash === -1 ? text : text.slice(0, slash);
+  let ip = parseIp(address);
   if (ip === undefined) return undefined;
-  const max = ip.v === 4 ? 32 : 128;
-  let bits = max;
+  let bits = ip.v === 4 ? 32 : 128;
   if (slash !== -1) {
     const suffix = text.slice(slash + 1);
     if (!/^\d{1,3}$/.test(suffix)) return undefined;
     bits = +suffix;
-    // An IPv4-mapped range ("::ffff:10.0.0.0/104") becomes its IPv4 equivalent.
-    if (ip.v === 4 && text.includes(":")) bits -= 96;
-    if (bits < 0 || bits > max) return undefined;
+    if (ip.v === 4 && address.includes(":")) {
+      // A range over IPv4-embedding IPv6 ("::ffff:10.0.0.0/104", "64:ff9b::/96") becomes its IPv4
+      // equivalent; one wider than the embedding prefix stays IPv6.
+      if (bits >= 96) bits -= 96;
+      else {
+        const g = parseIpv6(address.trim());
+        if (g === undefined) return undefined;
+        ip = { v: 6, g };
+      }
+    }
+    if (bits > (ip.v === 4 ? 32 : 128)) return undefined;
   }
   return { v: ip.v, bits, ip: mask(ip, bits) };
 }
 
 /** True when `ip` lies in `range`. */
 export function inRange(ip: ParsedIp, range: IpRange): boolean {
-  if (ip.v !== range.v) return false;
-  const masked = mask(ip, range.bits);
-  if (masked.v === 4) return masked.n === (range.ip as { n: number }).n;
+  const bits = range.bits;
+  // No masked copy: this runs for every proxy range on every request.
+  if (ip.v === 4) return range.v === 4 && ip.n - (ip.n % 2 ** (32 - bits)) === (range.ip as { n: number }).n;
+  if (range.v !== 6) return false;
   const want = (range.ip as { g: readonly number[] }).g;
-  for (let i = 0; i < 8; i++) if (masked.g[i] !== want[i]) return false;
+  for (let i = 0; i < 8 && i * 16 < bits; i++) {
+    const keep = bits - i * 16;
+    const group = keep >= 16 ? ip.g[i]! : ip.g[i]! & (0xffff << (16 - keep)) & 0xffff;
+    if (group !== want[i]) return false;
+  }
   return true;
 }
 

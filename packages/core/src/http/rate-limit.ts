@@ -26,7 +26,7 @@ import {
   type OptionSpec,
   type OptionSpecs,
 } from "../validation.ts";
-import { createClientIpResolver, TRUST_PROXY_PRESETS, type ProxyHeader, type TrustProxy } from "./client-ip.ts";
+import { createClientIpResolver, trustProxySpec, type ProxyHeader, type TrustProxy } from "./client-ip.ts";
 import {
   createHeaderWriter,
   DEFAULT_HEADER_FORMATS,
@@ -199,7 +199,6 @@ const FUNCTION: OptionSpec = [isFunction, "a function"];
 /** Every option: its check (run through zod, see validation.ts) and what it accepts in words. Built on first use. */
 function specs(): OptionSpecs {
   if (optionSpecs !== undefined) return optionSpecs;
-  const presets = Object.keys(TRUST_PROXY_PRESETS);
   const isLimiter: Check = (v) => hasMethods("limit")(v) && Array.isArray((v as RateLimiter).policies);
   const isCost: Check = (v) => isFunction(v) || whole(0)(v);
   const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
@@ -221,10 +220,7 @@ function specs(): OptionSpecs {
     skip: FUNCTION,
     // An address with a bad prefix length ("10.0.0.0/33", "10.0.0.0/8x") is a mistake, not a key that never matches.
     allowList: [arrayOf((v) => isString(v) && v !== "" && (parseRange(v as string) !== undefined || parseIp((v as string).split("/")[0]!) === undefined)), "an array of IP addresses, CIDR ranges or keys"],
-    trustProxy: [
-      (v) => isBoolean(v) || whole(0, 64)(v) || presets.includes(v as string) || arrayOf((r) => isString(r) && parseRange(r as string) !== undefined)(v),
-      `false, true, a hop count (0-64), an array of proxy IPs/CIDR ranges, or a preset: ${quoted(presets)}`,
-    ],
+    trustProxy: trustProxySpec(),
     proxyHeader: choice("x-forwarded-for", "forwarded"),
     ipv6Subnet: range("a prefix length", 1, 128),
     caseSensitive: bool,
@@ -428,7 +424,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   const caseSensitive = o.caseSensitive ?? false;
   const ipv6Subnet = o.ipv6Subnet ?? 64;
   const trustProxy = o.trustProxy ?? false;
-  const resolveIp = createClientIpResolver(trustProxy, o.proxyHeader ?? "x-forwarded-for");
+  const resolveIp = createClientIpResolver(trustProxy, o.proxyHeader ?? "x-forwarded-for", warnings);
   if (trustProxy === true) warnings.emit("trustProxyTrue");
   if (requestsServed && ++createdWhileServing === PER_REQUEST_THRESHOLD) warnings.emit("limiterPerRequest");
 

@@ -12,6 +12,12 @@ export const WARNINGS = {
     "X-Forwarded-For/Forwarded ignored (trustProxy is false): clients behind a proxy share one limit. Set trustProxy.",
   trustProxyTrue:
     "trustProxy: true lets any client pick its key through X-Forwarded-For. Set a hop count or the proxies' addresses.",
+  untrustedPresetPeer:
+    "A trustProxy preset's header came from a peer outside the platform's proxy ranges, so it was ignored and the peer's own address is the key. " +
+    "Make the origin reachable only through the platform; if a proxy of yours sits between the platform and this server, add its address to trustProxy: { preset, ranges }.",
+  presetWithoutRanges:
+    "This trustProxy preset's platform publishes no proxy ranges, so its header is believed from any peer, and a client reaching the origin directly can pick its own key. " +
+    "Make the origin reachable only through the platform, or list the platform's proxy addresses in trustProxy: { preset, ranges }.",
   invalidIp:
     "A client address is not an IP (a forged or malformed proxy header?): keyed by the nearest valid hop.",
   noClientIp:
