@@ -84,7 +84,10 @@ export function binsOf(result: SimulationResult): { startMs: number; binMs: numb
   return { startMs, binMs, bins };
 }
 
-function legend(result: SimulationResult, x: number, y: number, id: string): string {
+const LEGEND_LINE = 22;
+
+/** The legend, wrapped to `width`; returns its markup and height. */
+function legend(result: SimulationResult, x: number, y: number, width: number, id: string): { svg: string; height: number } {
   const instances = result.scenario.instances;
   const items: { swatch: string; label: string }[] = [];
   for (let i = 0; i < instances; i++) {
@@ -99,11 +102,18 @@ function legend(result: SimulationResult, x: number, y: number, id: string): str
   }
   let out = `<g class="legend" font-size="13" fill="${INK}">`;
   let cx = x;
+  let cy = y;
   for (const item of items) {
-    out += `<g transform="translate(${n(cx)},${n(y)})">${item.swatch}<text x="20" y="11.5">${escapeXml(item.label)}</text></g>`;
-    cx += 20 + item.label.length * 7 + 22;
+    // An estimate of the label's width at 13 px (no text metrics outside a browser).
+    const itemWidth = 20 + item.label.length * 7 + 22;
+    if (cx > x && cx + itemWidth > x + width) {
+      cx = x;
+      cy += LEGEND_LINE;
+    }
+    out += `<g transform="translate(${n(cx)},${n(cy)})">${item.swatch}<text x="20" y="11.5">${escapeXml(item.label)}</text></g>`;
+    cx += itemWidth;
   }
-  return `${out}</g>`;
+  return { svg: `${out}</g>`, height: cy - y + LEGEND_LINE + 8 };
 }
 
 function panel(
@@ -194,7 +204,8 @@ export function renderChart(result: SimulationResult, options: ChartOptions = {}
   const id = options.idPrefix ?? "fg";
   const rows = Math.ceil(result.runs.length / columns);
   const titleHeight = options.title === undefined ? 0 : 30;
-  const legendHeight = 30;
+  const key = legend(result, MARGIN.left, titleHeight + 6, width - MARGIN.left - MARGIN.right, id);
+  const legendHeight = key.height;
   const height = titleHeight + legendHeight + rows * panelHeight + (rows - 1) * GAP + 8;
   const panelWidth = (width - (columns - 1) * GAP) / columns;
 
@@ -212,7 +223,7 @@ export function renderChart(result: SimulationResult, options: ChartOptions = {}
   out += `<defs><pattern id="${id}-denied" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="${DENIED_FILL}"/><line x1="0" y1="0" x2="0" y2="6" stroke="${DENIED_COLOUR}" stroke-width="2.5"/></pattern></defs>`;
   out += `<rect width="100%" height="100%" fill="#FFFFFF"/>`;
   if (options.title !== undefined) out += `<text x="${n(MARGIN.left)}" y="20" font-size="17" font-weight="600" fill="${INK}">${escapeXml(options.title)}</text>`;
-  out += legend(result, MARGIN.left, titleHeight + 6, id);
+  out += key.svg;
   result.runs.forEach((run, i) => {
     const col = i % columns;
     const row = Math.floor(i / columns);
