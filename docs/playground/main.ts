@@ -147,7 +147,9 @@ function update(): void {
   const chart = element("chart");
   try {
     const result = simulate(readScenario());
-    chart.innerHTML = renderChart(result, { idPrefix: "playground", columns: result.runs.length === 1 ? 1 : 2 });
+    // Drawn at the container's width, so its text stays readable on a narrow screen.
+    const width = Math.round(Math.max(340, Math.min(1100, chart.clientWidth - 24)));
+    chart.innerHTML = renderChart(result, { idPrefix: "playground", width, columns: result.runs.length === 1 || width < 720 ? 1 : 2 });
     showCounts(result);
     error.hidden = true;
     error.textContent = "";
@@ -178,6 +180,16 @@ function start(): void {
       update();
     });
   }
+  let resizing = 0;
+  let lastWidth = element("chart").clientWidth;
+  window.addEventListener("resize", () => {
+    cancelAnimationFrame(resizing);
+    resizing = requestAnimationFrame(() => {
+      if (element("chart").clientWidth === lastWidth) return;
+      lastWidth = element("chart").clientWidth;
+      update();
+    });
+  });
   update();
 }
 

@@ -166,7 +166,7 @@ describe("playground page (headless Chromium): the real engine from core's dist,
       const svg = await chartSvg();
       expect(seen.has(svg), `${pattern.kind} drew a chart already seen`).toBe(false);
       seen.add(svg);
-      await screenshot(pattern.kind);
+      await screenshot(`pattern-${pattern.kind}`);
     }
     // A pattern's own controls: another Poisson seed is other traffic.
     await page.selectOption("#pattern", "poisson");
