@@ -1,0 +1,197 @@
+/**
+ * The playground page: reads the controls into a scenario, runs it through the simulator (the real
+ * engine, on simulated time) and shows the chart and the counts. Re-runs on every change.
+ */
+import type { PolicyKind } from "@floodgate/core";
+import { renderChart } from "./chart.ts";
+import {
+  ALGORITHMS,
+  DEFAULT_PATTERNS,
+  parseTimestamps,
+  SEED_SCENARIOS,
+  simulate,
+  type Pattern,
+  type PatternKind,
+  type Scenario,
+  type SeedName,
+  type SimulationResult,
+} from "./simulate.ts";
+
+const element = <T extends HTMLElement>(id: string): T => {
+  const found = document.getElementById(id);
+  if (found === null) throw new Error(`the page has no #${id}`);
+  return found as T;
+};
+const input = (id: string): HTMLInputElement => element<HTMLInputElement>(id);
+const numberOf = (id: string): number => (input(id).value.trim() === "" ? Number.NaN : Number(input(id).value));
+const setNumber = (id: string, value: number): void => {
+  input(id).value = String(+value.toFixed(6));
+};
+
+/** Each pattern's controls, remembered while another pattern is shown. */
+const patterns: Record<PatternKind, Pattern> = { ...DEFAULT_PATTERNS };
+
+function readPattern(kind: PatternKind): Pattern {
+  switch (kind) {
+    case "boundary":
+      return { kind, perSide: numberOf("boundary-per-side"), spreadMs: numberOf("boundary-spread") };
+    case "burst-then-steady":
+      return { kind, burst: numberOf("bts-burst"), ratePerS: numberOf("bts-rate"), durationS: numberOf("bts-duration") };
+    case "poisson":
+      return { kind, ratePerS: numberOf("poisson-rate"), durationS: numberOf("poisson-duration"), seed: numberOf("poisson-seed") };
+    case "retry-storm":
+      return { kind, clients: numberOf("storm-clients"), thinkMs: numberOf("storm-think"), durationS: numberOf("storm-duration"), seed: numberOf("storm-seed") };
+    case "custom":
+      return { kind, timesMs: parseTimestamps(element<HTMLTextAreaElement>("custom-times").value) };
+  }
+}
+
+function writePattern(pattern: Pattern): void {
+  switch (pattern.kind) {
+    case "boundary":
+      setNumber("boundary-per-side", pattern.perSide);
+      setNumber("boundary-spread", pattern.spreadMs);
+      break;
+    case "burst-then-steady":
+      setNumber("bts-burst", pattern.burst);
+      setNumber("bts-rate", pattern.ratePerS);
+      setNumber("bts-duration", pattern.durationS);
+      break;
+    case "poisson":
+      setNumber("poisson-rate", pattern.ratePerS);
+      setNumber("poisson-duration", pattern.durationS);
+      setNumber("poisson-seed", pattern.seed);
+      break;
+    case "retry-storm":
+      setNumber("storm-clients", pattern.clients);
+      setNumber("storm-think", pattern.thinkMs);
+      setNumber("storm-duration", pattern.durationS);
+      setNumber("storm-seed", pattern.seed);
+      break;
+    case "custom":
+      element<HTMLTextAreaElement>("custom-times").value = pattern.timesMs.join(", ");
+      break;
+  }
+}
+
+const patternKind = (): PatternKind => element<HTMLSelectElement>("pattern").value as PatternKind;
+
+function showPattern(kind: PatternKind): void {
+  for (const group of document.querySelectorAll<HTMLElement>(".pattern")) group.hidden = group.dataset["pattern"] !== kind;
+}
+
+/** The scenario the controls describe (may be invalid: the simulator says what is wrong). */
+export function readScenario(): Scenario {
+  const algorithm = element<HTMLSelectElement>("algorithm").value;
+  return {
+    params: {
+      capacity: numberOf("capacity"),
+      refillTokens: numberOf("refill-tokens"),
+      refillPeriodMs: numberOf("refill-period") * 1000,
+      limit: numberOf("limit"),
+      windowMs: numberOf("window") * 1000,
+    },
+    pattern: readPattern(patternKind()),
+    instances: Number(element<HTMLSelectElement>("instances").value),
+    separateStores: input("separate-stores").checked,
+    algorithms: algorithm === "all" ? ALGORITHMS : [algorithm as PolicyKind],
+  };
+}
+
+function writeScenario(scenario: Scenario): void {
+  setNumber("capacity", scenario.params.capacity);
+  setNumber("refill-tokens", scenario.params.refillTokens);
+  setNumber("refill-period", scenario.params.refillPeriodMs / 1000);
+  setNumber("limit", scenario.params.limit);
+  setNumber("window", scenario.params.windowMs / 1000);
+  patterns[scenario.pattern.kind] = scenario.pattern;
+  for (const pattern of Object.values(patterns)) writePattern(pattern);
+  element<HTMLSelectElement>("pattern").value = scenario.pattern.kind;
+  showPattern(scenario.pattern.kind);
+  element<HTMLSelectElement>("instances").value = String(scenario.instances);
+  input("separate-stores").checked = scenario.separateStores === true;
+  element<HTMLSelectElement>("algorithm").value = scenario.algorithms?.length === 1 ? scenario.algorithms[0]! : "all";
+}
+
+function showCounts(result: SimulationResult): void {
+  const body = element<HTMLTableElement>("counts").tBodies[0]!;
+  body.replaceChildren(
+    ...result.runs.map((run) => {
+      const row = document.createElement("tr");
+      row.dataset["algorithm"] = run.kind;
+      const cell = (text: string, className?: string): HTMLTableCellElement => {
+        const td = document.createElement("td");
+        td.textContent = text;
+        if (className !== undefined) td.className = className;
+        return td;
+      };
+      const name = document.createElement("th");
+      name.scope = "row";
+      name.textContent = run.label;
+      row.append(
+        name,
+        cell(run.description, "policy"),
+        cell(String(run.admitted), "num admitted"),
+        cell(String(run.denied), "num denied"),
+        cell(run.perInstance.map((c) => c.admitted).join(" / "), "per-instance"),
+      );
+      return row;
+    }),
+  );
+}
+
+let runs = 0;
+
+function update(): void {
+  const error = element("error");
+  const chart = element("chart");
+  try {
+    const result = simulate(readScenario());
+    // Drawn at the container's width, so its text stays readable on a narrow screen.
+    const width = Math.round(Math.max(340, Math.min(1100, chart.clientWidth - 24)));
+    chart.innerHTML = renderChart(result, { idPrefix: "playground", width, columns: result.runs.length === 1 || width < 720 ? 1 : 2 });
+    showCounts(result);
+    error.hidden = true;
+    error.textContent = "";
+    chart.classList.remove("stale");
+    runs++;
+    document.body.dataset["runs"] = String(runs);
+  } catch (e) {
+    // Both the simulator's and core's errors say what was wrong and what is accepted.
+    error.textContent = e instanceof Error ? e.message : String(e);
+    error.hidden = false;
+    chart.classList.add("stale");
+  }
+}
+
+function start(): void {
+  const form = element<HTMLFormElement>("controls");
+  writeScenario(SEED_SCENARIOS["boundary-burst"]);
+  form.addEventListener("input", (event) => {
+    if (event.target === element("pattern")) {
+      showPattern(patternKind());
+    }
+    update();
+  });
+  form.addEventListener("submit", (event) => event.preventDefault());
+  for (const button of document.querySelectorAll<HTMLButtonElement>("[data-seed]")) {
+    button.addEventListener("click", () => {
+      writeScenario(SEED_SCENARIOS[button.dataset["seed"] as SeedName]);
+      update();
+    });
+  }
+  let resizing = 0;
+  let lastWidth = element("chart").clientWidth;
+  window.addEventListener("resize", () => {
+    cancelAnimationFrame(resizing);
+    resizing = requestAnimationFrame(() => {
+      if (element("chart").clientWidth === lastWidth) return;
+      lastWidth = element("chart").clientWidth;
+      update();
+    });
+  });
+  update();
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();
