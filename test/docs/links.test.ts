@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { WARNINGS, type FloodgateErrorCode } from "../../packages/core/src/index.ts";
+import { createHttpRateLimiter, slidingWindow, WARNINGS, type FloodgateErrorCode } from "../../packages/core/src/index.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -149,6 +149,20 @@ function propertiesOf(name: string): string[] {
   return [...parents.flatMap(propertiesOf), ...names];
 }
 
+/** The option names `rateLimit()` accepts, from the message its validation gives for an unknown option. */
+function acceptedOptions(): string[] {
+  const access = { method: () => "GET", path: () => "/", header: () => undefined };
+  let message = "";
+  try {
+    createHttpRateLimiter({ policy: slidingWindow({ limit: 1, window: "1s" }), notAnOption: true } as never, access);
+  } catch (error) {
+    message = (error as Error).message;
+  }
+  const list = /accepted options: ([^.]+)\./.exec(message)?.[1];
+  if (list === undefined) throw new Error(`no list of accepted options in: ${message}`);
+  return list.split(",").map((name) => name.trim());
+}
+
 /** Heading texts of a docs page: a section exists for `name` when a heading spells it in backticks. */
 function sectionNames(page: string): Set<string> {
   const names = new Set<string>();
@@ -184,8 +198,12 @@ describe("docs", () => {
   });
 
   it("docs/reference/options.md has a section for every option of HttpRateLimitOptions", () => {
-    const options = propertiesOf("HttpRateLimitOptions");
-    expect(options).toEqual(expect.arrayContaining(["trustProxy", "onStoreError", "headers", "rules"]));
+    const declared = propertiesOf("HttpRateLimitOptions");
+    expect(declared).toEqual(expect.arrayContaining(["trustProxy", "onStoreError", "headers", "rules"]));
+    // The option table the middleware validates against, as its unknown-option error lists it.
+    const accepted = acceptedOptions();
+    expect(accepted).toEqual(expect.arrayContaining(declared));
+    const options = [...new Set([...declared, ...accepted])];
     const sections = sectionNames("docs/reference/options.md");
     expect(options.filter((o) => !sections.has(o))).toEqual([]);
   });
