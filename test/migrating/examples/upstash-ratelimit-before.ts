@@ -1,7 +1,7 @@
 import { Ratelimit } from "@upstash/ratelimit";
 import type { Redis } from "@upstash/redis";
 
-type Handler = (request: Request) => Promise<Response>;
+type Handler = (request: Request) => Response | Promise<Response>;
 
 /** 10 requests per 10 seconds and client IP (Vercel sets X-Real-IP) in front of `app`. */
 export function limited(app: Handler, redis: Redis): Handler {
