@@ -54,7 +54,7 @@ describe("@upstash/ratelimit → withRateLimit + upstashStore (the guide's examp
     const runs: { statuses: number[]; remaining: string[]; reset: string[]; startedMs: number }[] = [];
     for (const make of [before, after]) {
       const instances = [make(app, make === before ? peerClient : client), make(app, make === before ? peerClient : client)];
-      await clearOfBoundary(10_000, 3000); // both count in 10 s windows aligned to the clock
+      await clearOfBoundary(10_000, 5000); // both count in 10 s windows aligned to the clock
       const run = { statuses: [] as number[], remaining: [] as string[], reset: [] as string[], startedMs: Date.now() };
       for (let i = 0; i < 13; i++) {
         const response = await instances[i % 2]!(request());
@@ -79,7 +79,7 @@ describe("@upstash/ratelimit → withRateLimit + upstashStore (the guide's examp
     const nowhere = new Redis({ url: `http://127.0.0.1:${await freePort()}`, token: "unused", retry: false, enableTelemetry: false });
     const peer = before(app, nowhere);
     const ours = after(app, nowhere);
-    await clearOfBoundary(10_000, 3000);
+    await clearOfBoundary(10_000, 5000);
     await expect(peer(request())).rejects.toThrow();
     const statuses: number[] = [];
     for (let i = 0; i < 11; i++) statuses.push((await ours(request())).status);
