@@ -143,6 +143,22 @@ describe("window semantics on the memory stores (one faked Date for both)", () =
     });
   }
 
+  it("both fixed windows admit a double burst across their own boundary; slidingLog admits none", async () => {
+    clock = fakeDate(ALIGNED);
+    const peer = await app(express5, (a) => a.use("/api/", rateLimit({ windowMs: 60_000, limit: 5 })));
+    const fixed = await app(express5, (a) => a.use("/api/", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }) })));
+    const log = await app(express5, (a) => a.use("/api/", floodgate({ policy: slidingLog({ limit: 5, window: "1m" }) })));
+    const burst = async () => Promise.all([peer, fixed, log].map(async (s) => admitted(await statuses(5, `${s.base}/api/items`))));
+    // The first request at the start of an aligned minute, so both windows run from +0 s to
+    // +60 s; then 4 more at +59 s...
+    await Promise.all([peer, fixed, log].map((s) => statuses(1, `${s.base}/api/items`)));
+    clock.advance(59_000);
+    await Promise.all([peer, fixed, log].map((s) => statuses(4, `${s.base}/api/items`)));
+    // ...and 5 more at +61 s: both fixed windows have started over, the log still holds 4.
+    clock.advance(2000);
+    expect(await burst()).toEqual([5, 5, 1]);
+  });
+
   it("X-RateLimit-Reset: epoch seconds in both, but of the first-hit window vs the aligned one; legacyReset: \"delta\" for seconds from now", async () => {
     clock = fakeDate(ALIGNED + 30_000);
     const peer = await app(express5, (a) => a.use("/api/", rateLimit({ windowMs: 60_000, limit: 5 })));
