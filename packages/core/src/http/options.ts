@@ -160,7 +160,6 @@ export interface HttpRateLimitOptions<Raw = unknown> {
 export const WHERE = "rateLimit()";
 
 export const FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
-export const STORE_ERROR_ACTIONS: readonly StoreErrorAction[] = ["allow", "deny", "fallback"];
 export const RULE_ACCEPTED = "a policy, an array of policies, or an object { policy | limiter, store?, key?, cost? }";
 
 const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
@@ -211,7 +210,7 @@ function specs(): OptionSpecs {
     skipSuccessfulRequests: bool,
     skipFailedRequests: bool,
     onStoreError: [
-      (v) => isFunction(v) || STORE_ERROR_ACTIONS.includes(v as StoreErrorAction),
+      (v) => isFunction(v) || v === "allow" || v === "deny" || v === "fallback",
       '"allow", "deny", "fallback", or a function returning one of them',
     ],
     timeoutMs: range("a whole number of milliseconds", 1, 60_000),

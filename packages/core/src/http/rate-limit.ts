@@ -4,11 +4,11 @@ import { createClientIpResolver } from "./client-ip.ts";
 import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";
 import { formatIp, groupIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
-import { headerFormats, parseHttpOptions, STORE_ERROR_ACTIONS, WHERE, type HttpRateLimitOptions, type MaybePromise, type RequestAccess } from "./options.ts";
+import { headerFormats, parseHttpOptions, WHERE, type HttpRateLimitOptions, type MaybePromise, type RequestAccess } from "./options.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { compileRules } from "./rules.ts";
-import { breakersFor, type StoreErrorAction, type StoreOutcome } from "./store-guard.ts";
+import { breakersFor, storeFailurePolicy, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";
 
 // The per-request decision: construction validates and compiles everything once; `decideRequest`
@@ -78,25 +78,14 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
   if (requestsServed && ++createdWhileServing === PER_REQUEST_THRESHOLD) warnings.emit("limiterPerRequest");
 
   const callHook = hookCaller(warnings);
-  const storeErrorHook = typeof o.onStoreError === "function" ? o.onStoreError : undefined;
-  const storeErrorAction: StoreErrorAction = typeof o.onStoreError === "string" ? o.onStoreError : "fallback";
-  const formats = headerFormats(o.headers);
   const rules = compileRules(o, {
     caseSensitive: o.caseSensitive ?? false,
     clock,
-    formats,
+    formats: headerFormats(o.headers),
     baseStore: o.store ?? o.limiter?.store ?? memoryStore(),
     breakerFor: breakersFor(o.circuitBreaker),
-    failurePolicy: {
-      clock,
-      timeoutMs: o.timeoutMs,
-      choose(error, req) {
-        const chosen = callHook("onStoreError", storeErrorHook as ((...args: unknown[]) => unknown) | undefined, error, req);
-        return STORE_ERROR_ACTIONS.includes(chosen as StoreErrorAction) ? chosen as StoreErrorAction : storeErrorAction;
-      },
-    },
+    failurePolicy: storeFailurePolicy(o.onStoreError, o.timeoutMs, clock, callHook),
   });
-  const reportRefundFailure = (error: FloodgateError): void => void callHook("onStoreError", storeErrorHook as ((...args: unknown[]) => unknown) | undefined, error, undefined);
 
   const allowIps: IpRange[] = [];
   const allowKeys = new Set<string>();
@@ -187,7 +176,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         response = isThenable(prepared) ? await prepared : prepared;
       }
       const refund = refundWhen !== undefined && info.allowed && decision !== undefined
-        ? (status: number): void => { if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost, reportRefundFailure); }
+        ? (status: number): void => { if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost); }
         : undefined;
       return new RateLimitResult(info, headers, response, refund);
     },

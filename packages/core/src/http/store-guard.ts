@@ -2,7 +2,8 @@ import { describeValue, FloodgateError } from "../errors.ts";
 import { createRateLimiter, type Decision, type RateLimiter } from "../limiter.ts";
 import { memoryStore } from "../memory-store.ts";
 import type { RateLimitStore } from "../store.ts";
-import type { RateLimitRequest } from "./options.ts";
+import type { HookCaller } from "./hooks.ts";
+import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
 
 // The store-failure policy: a deadline on every store call, a circuit breaker per store, and what
 // a failure becomes (the local fallback limiter, an allow or a deny, as `onStoreError` says).
@@ -98,7 +99,34 @@ export interface StoreFailurePolicy {
   readonly clock: () => number;
   readonly timeoutMs: number | undefined;
   /** The action for a failed call: the `onStoreError` hook's choice, else the configured action. */
-  choose(error: FloodgateError, req: RateLimitRequest | undefined): StoreErrorAction;
+  choose(error: FloodgateError, req: RateLimitRequest): StoreErrorAction;
+  /** Tells `onStoreError` of a failure no request waits for (a refund), whose answer has no use. */
+  report(error: FloodgateError): void;
+}
+
+const STORE_ERROR_ACTIONS: readonly StoreErrorAction[] = ["allow", "deny", "fallback"];
+
+/** The policy that `onStoreError`, `timeoutMs` and `clock` describe. */
+export function storeFailurePolicy<Raw>(
+  onStoreError: HttpRateLimitOptions<Raw>["onStoreError"],
+  timeoutMs: number | undefined,
+  clock: () => number,
+  callHook: HookCaller,
+): StoreFailurePolicy {
+  // The requests `choose` gets are this middleware's own, whose `raw` is a Raw.
+  const hook = typeof onStoreError === "function" ? onStoreError as (error: FloodgateError, req: RateLimitRequest | undefined) => StoreErrorAction | void : undefined;
+  const action: StoreErrorAction = typeof onStoreError === "string" ? onStoreError : "fallback";
+  return {
+    clock,
+    timeoutMs,
+    choose(error, req) {
+      const chosen = callHook("onStoreError", hook, error, req);
+      return STORE_ERROR_ACTIONS.includes(chosen as StoreErrorAction) ? chosen as StoreErrorAction : action;
+    },
+    report(error) {
+      callHook("onStoreError", hook, error, undefined);
+    },
+  };
 }
 
 /** The circuit breakers of one middleware: one per store, shared by the rules on it. */
@@ -163,7 +191,7 @@ export class GuardedLimiter {
    * Fire and forget: skipped while the circuit is open; a failure counts against the breaker and
    * is reported to `onStoreError` (whose answer has no use here).
    */
-  refund(source: DecisionSource, key: string, cost: number, report: (error: FloodgateError) => void): void {
+  refund(source: DecisionSource, key: string, cost: number): void {
     const { breaker, policy } = this;
     const onStore = source !== "fallback";
     const limiter = onStore ? this.limiter : this.#fallback!;
@@ -179,7 +207,7 @@ export class GuardedLimiter {
       () => { if (onStore) breaker?.success(); },
       (thrown: unknown) => {
         if (onStore) breaker?.failure(policy.clock());
-        report(toStoreError(thrown, limiter.store.name));
+        policy.report(toStoreError(thrown, limiter.store.name));
       },
     );
   }
