@@ -15,9 +15,6 @@ export interface PreparedResponse {
   readonly body: string | null;
 }
 
-/** @deprecated Renamed {@link PreparedResponse}. */
-export type DeniedResponse = PreparedResponse;
-
 /** Builds the response of a limited request from its info and headers (Retry-After included). */
 export type Responder<Raw> = (req: RateLimitRequest<Raw>, info: RateLimitInfo, headers: readonly string[], retryAfter: number) => MaybePromise<PreparedResponse>;
 
