@@ -1,17 +1,19 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-const source = (pkg: string): string => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
+const source = (pkg: string, entry = "index.ts"): string => fileURLToPath(new URL(`./packages/${pkg}/src/${entry}`, import.meta.url));
 
 export default defineConfig({
   // Packages resolve to their source, so tests need no build.
   resolve: {
-    alias: {
-      "@floodgate/core": source("core"),
-      "@floodgate/hono": source("hono"),
-      "@floodgate/express": source("express"),
-      "@floodgate/koa": source("koa"),
-    },
+    // Exact names: "@floodgate/core" must not also rewrite "@floodgate/core/http".
+    alias: [
+      { find: /^@floodgate\/core$/, replacement: source("core") },
+      { find: /^@floodgate\/core\/http$/, replacement: source("core", "http/index.ts") },
+      { find: /^@floodgate\/hono$/, replacement: source("hono") },
+      { find: /^@floodgate\/express$/, replacement: source("express") },
+      { find: /^@floodgate\/koa$/, replacement: source("koa") },
+    ],
   },
   test: {
     include: ["test/**/*.test.ts"],

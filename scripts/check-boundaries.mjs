@@ -2,13 +2,15 @@
 // Fails when the architecture's direction is broken:
 // - packages/core imports no `node:*` module, no Node built-in and no framework (it must run on
 //   Node, Deno, Bun, workerd and in a browser);
-// - an adapter imports nothing of core but its public entry `@floodgate/core` (no deep imports,
-//   no relative paths out of its own package), and core never imports an adapter.
+// - an adapter imports nothing of core but its entry for adapter authors, `@floodgate/core/http`
+//   (not the application entry `@floodgate/core`, no deep imports, no relative paths out of its
+//   own package), and core never imports an adapter.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { join, relative, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "..");
+const ADAPTER_ENTRY = "@floodgate/core/http";
 const FRAMEWORKS = ["hono", "express", "koa", "@koa/router", "@hono/node-server"];
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^"'`]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|require\(\s*["']([^"']+)["']\s*\)/g;
@@ -46,7 +48,9 @@ for (const pkg of packages) {
         if (FRAMEWORKS.some((f) => spec === f || spec.startsWith(`${f}/`))) problems.push(`${where}: core must not import a framework`);
         if (spec.startsWith("@floodgate/")) problems.push(`${where}: core must not import an adapter`);
       } else {
-        if (spec.startsWith("@floodgate/core/")) problems.push(`${where}: adapters may import only the public entry "@floodgate/core"`);
+        if ((spec === "@floodgate/core" || spec.startsWith("@floodgate/core/")) && spec !== ADAPTER_ENTRY) {
+          problems.push(`${where}: an adapter imports core only through "${ADAPTER_ENTRY}", the entry for adapter authors`);
+        }
         if (spec.startsWith(".") && !resolve(file, "..", spec).startsWith(join(root, "packages", pkg))) {
           problems.push(`${where}: adapters may not reach outside their package`);
         }

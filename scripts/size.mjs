@@ -16,10 +16,10 @@ const budgetsFile = join(root, "scripts", "size-budgets.json");
 
 /** What a user ships, per entry: the source of a one-file app importing the packages. */
 export const ENTRIES = {
-  // Everything @floodgate/core exports.
+  // Everything @floodgate/core, the application entry, exports.
   "core": `export * from "@floodgate/core";`,
-  // The Hono adapter plus everything core exports (an upper bound of a Hono app's Floodgate code).
-  "core + hono adapter": `export * from "@floodgate/core"; export * from "@floodgate/hono";`,
+  // The Hono adapter plus everything both of core's entries export (an upper bound of a Hono app's Floodgate code).
+  "core + hono adapter": `export * from "@floodgate/core"; export * from "@floodgate/core/http"; export * from "@floodgate/hono";`,
   // A typical Hono app: the middleware and one policy, on the default memory store.
   "hono app (typical)": `import { rateLimit } from "@floodgate/hono";
 import { slidingWindow } from "@floodgate/core";
@@ -33,9 +33,9 @@ export const limiter = createRateLimiter({ policy: slidingWindow({ limit: 10, wi
 const EXTERNAL = ["hono", "hono/*", "@upstash/redis"];
 
 export async function measure(name) {
-  for (const pkg of ["core", "hono"]) {
-    if (!existsSync(join(root, "packages", pkg, "dist", "index.js"))) {
-      throw new Error(`packages/${pkg}/dist/index.js is missing: run \`npm run build\` first`);
+  for (const file of ["core/dist/index.js", "core/dist/http.js", "hono/dist/index.js"]) {
+    if (!existsSync(join(root, "packages", file))) {
+      throw new Error(`packages/${file} is missing: run \`npm run build\` first`);
     }
   }
   const result = await build({

@@ -55,7 +55,7 @@ function suite(label, command, args, reportPath, count, options) {
 }
 
 check("typecheck (tsc)", bin("tsc"), ["-p", "tsconfig.json"]);
-check("architecture: core imports no node:* or framework; adapters use core's public entry", "node", ["scripts/check-boundaries.mjs"]);
+check("architecture: core imports no node:* or framework; adapters use core's entry for adapters, @floodgate/core/http", "node", ["scripts/check-boundaries.mjs"]);
 check("build (tsup: ESM + CJS + types)", "npm", ["run", "build", "--silent"]);
 for (const pkg of packages) {
   const cwd = join(root, "packages", pkg);

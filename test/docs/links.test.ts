@@ -7,7 +7,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { createHttpRateLimiter, slidingWindow, WARNINGS, type FloodgateErrorCode } from "../../packages/core/src/index.ts";
+import { slidingWindow, type FloodgateErrorCode } from "../../packages/core/src/index.ts";
+import { createHttpRateLimiter, WARNINGS } from "../../packages/core/src/http/index.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 

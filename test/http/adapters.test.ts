@@ -288,7 +288,7 @@ describe("hono: headers reach every kind of response", () => {
 });
 
 describe("architecture", () => {
-  it("core imports no node:* or framework; adapters import only @floodgate/core", () => {
+  it("core imports no node:* or framework; adapters import only @floodgate/core/http", () => {
     const script = fileURLToPath(new URL("../../scripts/check-boundaries.mjs", import.meta.url));
     const run = spawnSync(process.execPath, [script], { encoding: "utf8" });
     expect(run.stderr).toBe("");

@@ -82,6 +82,14 @@ describe("examples", () => {
     expect((await fetch(`${base}/api/hello`)).status).toBe(200);
   });
 
+  it("fastify (the adapter written on @floodgate/core/http)", async () => {
+    const { base } = await start("fastify");
+    expect(await statuses(6, `${base}/api/login`, { method: "POST" })).toEqual([200, 200, 200, 200, 200, 429]);
+    const hello = await fetch(`${base}/api/hello`);
+    expect(hello.status).toBe(200);
+    expect(hello.headers.get("ratelimit-policy")).toBe('"api";q=100;w=5');
+  });
+
   it("koa", async () => {
     const { base } = await start("koa");
     await clearOfMinuteBoundary(); // fixedWindow({ limit: 10, window: "1m" })

@@ -1,6 +1,7 @@
 // The store-failure policy's edges, on the framework-neutral HTTP layer: the circuit breaker's
 // half-open probe, odd rejection values, and hooks that fail.
-import { createHttpRateLimiter, fixedWindow, memoryStore, type RateLimitStore } from "@floodgate/core";
+import { fixedWindow, memoryStore, type RateLimitStore } from "@floodgate/core";
+import { createHttpRateLimiter } from "@floodgate/core/http";
 import { describe, expect, it } from "vitest";
 
 const ACCESS = { method: () => "GET", path: () => "/x", header: () => undefined };
@@ -37,31 +38,31 @@ describe("circuit breaker", () => {
       { store, policy: perMinute(5), onStoreError: "allow", circuitBreaker: { failures: 2, cooldownMs: 1000 }, clock: () => now, warnings: false },
       ACCESS,
     );
-    await http.check({}, "192.0.2.1");
-    await http.check({}, "192.0.2.1");
-    await http.check({}, "192.0.2.1"); // open: not called
+    await http.decideRequest({}, "192.0.2.1");
+    await http.decideRequest({}, "192.0.2.1");
+    await http.decideRequest({}, "192.0.2.1"); // open: not called
     expect(store.calls).toBe(2);
 
     now += 1000;
     store.mode = "hang";
-    const probe = http.check({}, "192.0.2.1");
-    const others = [http.check({}, "192.0.2.1"), http.check({}, "192.0.2.1")];
+    const probe = http.decideRequest({}, "192.0.2.1");
+    const others = [http.decideRequest({}, "192.0.2.1"), http.decideRequest({}, "192.0.2.1")];
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(store.calls).toBe(3); // the probe only
-    expect((await Promise.all(others)).map((r) => r?.source)).toEqual(["allow", "allow"]);
+    expect((await Promise.all(others)).map((r) => r?.info.source)).toEqual(["allow", "allow"]);
 
     // The probe fails: open again for a whole cool-down.
     store.hanging[0]!(new Error("still down"));
-    expect((await probe)?.source).toBe("allow");
+    expect((await probe)?.info.source).toBe("allow");
     now += 999;
-    await http.check({}, "192.0.2.1");
+    await http.decideRequest({}, "192.0.2.1");
     expect(store.calls).toBe(3);
 
     // The next probe succeeds: closed, every request calls the store again.
     now += 1;
     store.mode = "ok";
-    expect((await http.check({}, "192.0.2.1"))?.source).toBe("store");
-    expect((await http.check({}, "192.0.2.1"))?.source).toBe("store");
+    expect((await http.decideRequest({}, "192.0.2.1"))?.info.source).toBe("store");
+    expect((await http.decideRequest({}, "192.0.2.1"))?.info.source).toBe("store");
     expect(store.calls).toBe(5);
   });
 });
@@ -90,7 +91,7 @@ describe("a store that rejects with a value that is not an Error", () => {
       const store: RateLimitStore = { name: "odd", consume: () => Promise.reject(value()), peek: async () => [], refund: async () => {}, reset: async () => {} };
       const errors: string[] = [];
       const http = createHttpRateLimiter({ store, policy: perMinute(5), onStoreError: (error) => { errors.push(error.code); return "allow"; }, warnings: false }, ACCESS);
-      expect((await http.check({}, "192.0.2.1"))?.source).toBe("allow");
+      expect((await http.decideRequest({}, "192.0.2.1"))?.info.source).toBe("allow");
       expect(errors).toEqual(["STORE_ERROR"]);
     },
   );
@@ -110,7 +111,7 @@ describe("a store that rejects with a value that is not an Error", () => {
       ACCESS,
     );
     const unhandled = await unhandledDuring(async () => {
-      (await http.check({}, "192.0.2.1"))!.settle(500);
+      (await http.decideRequest({}, "192.0.2.1"))!.settle(500);
     });
     expect(unhandled).toEqual([]);
     expect(errors).toEqual(["STORE_ERROR"]);
@@ -138,8 +139,8 @@ describe("hooks that fail", () => {
       ACCESS,
     );
     const unhandled = await unhandledDuring(async () => {
-      expect((await http.check({}, "192.0.2.1"))?.allowed).toBe(true); // fallback: 1 of 1
-      expect((await http.check({}, "192.0.2.1"))?.allowed).toBe(false);
+      expect((await http.decideRequest({}, "192.0.2.1"))?.allowed).toBe(true); // fallback: 1 of 1
+      expect((await http.decideRequest({}, "192.0.2.1"))?.allowed).toBe(false);
     });
     expect(unhandled).toEqual([]);
     expect(logs.filter((l) => l.includes("onStoreError failed"))).toHaveLength(2);

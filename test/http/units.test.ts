@@ -1,25 +1,8 @@
 // Unit tests of the HTTP layer's pure parts: addresses, ranges, grouping, proxy chains, rules,
 // option validation and warnings.
-import {
-  compareSpecificity,
-  compilePattern,
-  fixedWindow,
-  FloodgateError,
-  formatIp,
-  groupIp,
-  inRange,
-  matchesPattern,
-  normalizeIp,
-  normalizePath,
-  parseForwarded,
-  parseIp,
-  parseRange,
-  targetPath,
-  TRUST_PROXY_RANGES,
-  withRateLimit,
-  type HttpRateLimitOptions,
-  type RateLimitInfo,
-} from "@floodgate/core";
+import { fixedWindow, FloodgateError, TRUST_PROXY_RANGES, withRateLimit, type HttpRateLimitOptions, type RateLimitInfo } from "@floodgate/core";
+import { formatIp, groupIp, inRange, normalizeIp, parseForwarded, parseIp, parseRange, targetPath } from "@floodgate/core/http";
+import { compareSpecificity, compilePattern, matchesPattern, normalizePath } from "../../packages/core/src/http/rules.ts";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { requireBuilt } from "./support.ts";
 
 type Core = typeof import("@floodgate/core");
+type CoreHttp = typeof import("@floodgate/core/http");
 
 describe("the ESM and CJS builds of core in one process", () => {
   it("accept each other's policies and decide the same", async () => {
@@ -24,6 +25,31 @@ describe("the ESM and CJS builds of core in one process", () => {
       now += 60_000;
       expect((await limiter.limit("k")).allowed).toBe(true);
       expect(use.isPolicy(make.tokenBucket({ capacity: 1, refillRate: 1 }))).toBe(true);
+    }
+  });
+
+  it("each build's two entries share one copy of core: an error from @floodgate/core/http is a FloodgateError of @floodgate/core", async () => {
+    requireBuilt(["core"]);
+    const dist = fileURLToPath(new URL("../../packages/core/dist/", import.meta.url));
+    const require = createRequire(import.meta.url);
+    const builds: [string, Core, CoreHttp][] = [
+      ["ESM", (await import(`${dist}index.js`)) as Core, (await import(`${dist}http.js`)) as CoreHttp],
+      ["CJS", require(`${dist}index.cjs`) as Core, require(`${dist}http.cjs`) as CoreHttp],
+    ];
+    const access = { method: () => "GET", path: () => "/", header: () => undefined };
+    for (const [name, core, http] of builds) {
+      let thrown: unknown;
+      try {
+        http.createHttpRateLimiter({ policy: core.fixedWindow({ limit: 1, window: "1m" }), statusCode: 200 }, access);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, name).toBeInstanceOf(core.FloodgateError);
+      // A limiter from the application entry works behind the adapter entry's HTTP limiter.
+      const limiter = core.createRateLimiter({ policy: core.fixedWindow({ limit: 1, window: "1m" }) });
+      const httpLimiter = http.createHttpRateLimiter({ limiter, warnings: false }, access);
+      expect((await httpLimiter.decideRequest({}, "192.0.2.1"))?.allowed, name).toBe(true);
+      expect((await httpLimiter.decideRequest({}, "192.0.2.1"))?.allowed, name).toBe(false);
     }
   });
 });

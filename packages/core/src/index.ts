@@ -1,6 +1,9 @@
 /**
  * @module
- * Floodgate's engine: four rate-limiting algorithms behind one limiter and one store contract.
+ * Floodgate: four rate-limiting algorithms behind one limiter and one store contract, the
+ * memory and Redis stores, and `withRateLimit` for fetch handlers. The framework middlewares come
+ * from `@floodgate/hono`, `@floodgate/express` and `@floodgate/koa`; what their authors build
+ * on, from `@floodgate/core/http`.
  */
 export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
 export { parseDuration, type Duration } from "./duration.ts";
@@ -28,4 +31,21 @@ export {
   type RateLimiter,
   type RateLimiterOptions,
 } from "./limiter.ts";
-export * from "./http/index.ts";
+export { withRateLimit, type FetchHandler, type WithRateLimitOptions } from "./http/fetch.ts";
+// The options every middleware and withRateLimit take, and what their callbacks receive.
+export type {
+  CostFunction,
+  HandlerResponse,
+  HttpRateLimitOptions,
+  KeyFunction,
+  LimitedResponse,
+  RateLimitRequest,
+  Rule,
+  RuleOptions,
+} from "./http/options.ts";
+export type { RateLimitInfo } from "./http/result.ts";
+export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./http/store-guard.ts";
+export { HEADER_NAMES, type HeaderFormat } from "./http/headers.ts";
+export type { ProxyHeader, TrustProxy, TrustProxyPreset, TrustProxyPresetOptions } from "./http/client-ip.ts";
+export { TRUST_PROXY_RANGES, TRUST_PROXY_RANGES_AS_OF } from "./http/proxy-ranges.ts";
+export type { Logger, WarningCode, WarningsOption } from "./http/warnings.ts";

@@ -1,8 +1,8 @@
 /**
  * @module
- * Floodgate rate limiting for Express 4 and 5: a translation layer over `@floodgate/core`.
+ * Floodgate rate limiting for Express 4 and 5: a translation layer over `@floodgate/core/http`.
  */
-import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 
 /**
@@ -43,9 +43,9 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     // `true` trusts every hop, as `trustProxy: true` does: `req.ip` is whatever the client wrote first.
     if (trust === true) warnings.emit("trustProxyTrue", 'the app\'s "trust proxy" is true');
     const appTrust = Boolean(trust);
-    limiter.check(req, appTrust ? req.ip : req.socket.remoteAddress, appTrust).then((result) => {
+    limiter.decideRequest(req, appTrust ? req.ip : req.socket.remoteAddress, appTrust).then((result) => {
       if (result === undefined) return next();
-      (req as RateLimitedRequest).rateLimit = result;
+      (req as RateLimitedRequest).rateLimit = result.info;
       const headers = result.headers;
       // Answered already (a timeout middleware, say): nothing more to write, and no 429 to send.
       if (res.headersSent) return result.allowed ? next() : undefined;
@@ -66,4 +66,4 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   };
 }
 
-export type { RateLimitInfo } from "@floodgate/core";
+export type { RateLimitInfo } from "@floodgate/core/http";

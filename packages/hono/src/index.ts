@@ -1,8 +1,8 @@
 /**
  * @module
- * Floodgate rate limiting for Hono: a translation layer over `@floodgate/core`.
+ * Floodgate rate limiting for Hono: a translation layer over `@floodgate/core/http`.
  */
-import { createHttpRateLimiter, settleOnClose, toFetchResponse, type HttpRateLimitOptions, type NodeResponseLike, type RateLimitInfo, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, toFetchResponse, type HttpRateLimitOptions, type NodeResponseLike, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
 import type { Context, Env, MiddlewareHandler } from "hono";
 
 /**
@@ -49,9 +49,9 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
   const getConnInfo = options.getConnInfo;
   const socketIp = getConnInfo === undefined ? nodeSocketIp : (c: Context) => getConnInfo(c).remote.address;
   return async function floodgateRateLimit(c, next) {
-    const result = await limiter.check(c, socketIp(c));
+    const result = await limiter.decideRequest(c, socketIp(c));
     if (result === undefined) return next();
-    c.set("rateLimit", result);
+    c.set("rateLimit", result.info);
     if (!result.allowed) return toFetchResponse(result);
     const headers = result.headers;
     const outgoing = (c.env as NodeBindings)?.outgoing;
@@ -78,4 +78,4 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
   };
 }
 
-export type { RateLimitInfo } from "@floodgate/core";
+export type { RateLimitInfo } from "@floodgate/core/http";

@@ -1,8 +1,8 @@
 /**
  * @module
- * Floodgate rate limiting for Koa: a translation layer over `@floodgate/core`.
+ * Floodgate rate limiting for Koa: a translation layer over `@floodgate/core/http`.
  */
-import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core";
+import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core/http";
 import type { Context, Middleware, Next } from "koa";
 
 /** Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw`. */
@@ -34,9 +34,9 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     const appTrust = !userTrust && ctx.app.proxy;
     // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
     if (appTrust && !(ctx.app.maxIpsCount > 0)) warnings.emit("trustProxyTrue", "app.proxy is true with no app.maxIpsCount");
-    const result = await limiter.check(ctx, appTrust ? ctx.ip : ctx.req.socket.remoteAddress, appTrust);
+    const result = await limiter.decideRequest(ctx, appTrust ? ctx.ip : ctx.req.socket.remoteAddress, appTrust);
     if (result === undefined) return next();
-    ctx.state.rateLimit = result;
+    ctx.state.rateLimit = result.info;
     if (!result.allowed) {
       const denied = result.response!;
       ctx.status = denied.status;
@@ -56,4 +56,4 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
   };
 }
 
-export type { RateLimitInfo } from "@floodgate/core";
+export type { RateLimitInfo } from "@floodgate/core/http";

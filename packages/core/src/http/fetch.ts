@@ -1,5 +1,7 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import { createHttpRateLimiter, type HttpRateLimitOptions, type RateLimitResult, type RequestAccess } from "./rate-limit.ts";
+import type { HttpRateLimitOptions, RequestAccess } from "./options.ts";
+import { createHttpRateLimiter } from "./rate-limit.ts";
+import type { RateLimitResult } from "./result.ts";
 
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
 export type FetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Response | Promise<Response>;
@@ -17,10 +19,13 @@ export interface WithRateLimitOptions<Rest extends unknown[] = unknown[]> extend
 
 const FETCH_ACCESS: RequestAccess<Request> = {
   method: (request) => request.method,
+  // `Request.url` is absolute and has no fragment: the path runs from the first "/" after the authority to the query.
   path: (request) => {
     const url = request.url;
     const start = url.indexOf("/", url.indexOf("//") + 2);
-    return start === -1 ? "/" : url.slice(start);
+    if (start === -1) return "/";
+    const query = url.indexOf("?", start);
+    return query === -1 ? url.slice(start) : url.slice(start, query);
   },
   header: (request, name) => request.headers.get(name) ?? undefined,
 };
@@ -59,7 +64,7 @@ function withHeaders(response: Response, headers: readonly string[]): Response {
  * gone already); else when its body has been read to the end (its status), or cancelled or
  * failed on the way (0: the client disconnected early), as Node's `close` before `finish` does.
  */
-export function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
+function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
   const body = response.body;
   if (signal?.aborted || body === null) {
     result.settle(signal?.aborted ? 0 : response.status);
@@ -126,7 +131,7 @@ export function withRateLimit<Rest extends unknown[]>(
   const limiter = createHttpRateLimiter(options as HttpRateLimitOptions<Request>, FETCH_ACCESS, "getClientIp");
   const getClientIp = options.getClientIp ?? runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined;
   return async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
-    const result = await limiter.check(request, getClientIp(request, ...args));
+    const result = await limiter.decideRequest(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);
     if (!result.allowed) return toFetchResponse(result);
     let response: Response;

@@ -1,24 +1,28 @@
-export {
-  createHttpRateLimiter,
-  RateLimitResult,
-  type DeniedResponse,
-  type HttpRateLimiter,
-  type HttpRateLimitOptions,
-  type KeyFunction,
-  type CostFunction,
-  type LimitedResponse,
-  type RateLimitInfo,
-  type RateLimitRequest,
-  type RequestAccess,
-  type Rule,
-  type RuleOptions,
-} from "./rate-limit.ts";
-export { withRateLimit, toFetchResponse, type FetchHandler, type WithRateLimitOptions } from "./fetch.ts";
+/**
+ * @module
+ * For authors of framework adapters: the framework-neutral HTTP rate limiter that Floodgate's
+ * Hono, Express and Koa middlewares translate to, and the helpers they share. Applications
+ * import `@floodgate/core` and an adapter instead.
+ */
+export { createHttpRateLimiter, type HttpRateLimiter } from "./rate-limit.ts";
+export type {
+  CostFunction,
+  HandlerResponse,
+  HttpRateLimitOptions,
+  KeyFunction,
+  RateLimitRequest,
+  RequestAccess,
+  Rule,
+  RuleOptions,
+} from "./options.ts";
+export { RateLimitResult, type RateLimitInfo } from "./result.ts";
+export type { PreparedResponse } from "./response.ts";
+export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-guard.ts";
+export { toFetchResponse } from "./fetch.ts";
 export { settleOnClose, type NodeResponseLike } from "./node-response.ts";
-export { HEADER_NAMES, DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
-export { TRUST_PROXY_PRESETS, parseForwarded, type TrustProxy, type TrustProxyPreset, type TrustProxyPresetOptions, type ProxyHeader } from "./client-ip.ts";
+export { targetPath } from "./rules.ts";
+export { DEFAULT_HEADER_FORMATS, HEADER_NAMES, type HeaderFormat } from "./headers.ts";
+export { parseForwarded, TRUST_PROXY_PRESETS, type ProxyHeader, type TrustProxy, type TrustProxyPreset, type TrustProxyPresetOptions } from "./client-ip.ts";
 export { TRUST_PROXY_RANGES, TRUST_PROXY_RANGES_AS_OF } from "./proxy-ranges.ts";
-export { parseIp, formatIp, normalizeIp, groupIp, parseRange, inRange, type ParsedIp, type IpRange } from "./ip.ts";
-export { compilePattern, compareSpecificity, matchesPattern, normalizePath, targetPath, type RoutePattern } from "./rules.ts";
-export type { StoreErrorAction, CircuitBreakerOptions } from "./store-guard.ts";
+export { formatIp, groupIp, inRange, normalizeIp, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
 export { WARNINGS, Warnings, type Logger, type WarningCode, type WarningsOption } from "./warnings.ts";

@@ -1,4 +1,13 @@
 import { FloodgateError } from "../errors.ts";
+import { createRateLimiter, type RateLimiter } from "../limiter.ts";
+import { isPolicy, type Policy } from "../policies.ts";
+import type { RateLimitStore } from "../store.ts";
+import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
+import { invalidHttpOption, RULE_ACCEPTED, WHERE, type CostFunction, type HttpRateLimitOptions, type KeyFunction, type Rule, type RuleOptions } from "./options.ts";
+import { GuardedLimiter, type CircuitBreaker, type StoreFailurePolicy } from "./store-guard.ts";
+
+// Rules: "METHOD /path" patterns (compiled, ordered by specificity, matched per request) and the
+// limiter, key, cost and header writer each rule compiles to.
 
 /** A compiled `"METHOD /path"` pattern. */
 export interface RoutePattern {
@@ -31,11 +40,15 @@ export function targetPath(target: string): string {
   return p.charCodeAt(0) === 47 ? p : p.replace(ABSOLUTE_FORM, "");
 }
 
-/** Strips the query, decodes percent-escapes where safe, collapses `//`, drops a trailing `/`. */
+/** Strips the query, then normalises the path as {@link normalizeRoutePath} does. */
 export function normalizePath(path: string, caseSensitive: boolean): string {
+  const q = path.indexOf("?");
+  return normalizeRoutePath(q === -1 ? path : path.slice(0, q), caseSensitive);
+}
+
+/** The form rules match a path (without query) in: percent-escapes decoded where safe, `//` collapsed, no trailing `/`. */
+function normalizeRoutePath(path: string, caseSensitive: boolean): string {
   let p = path;
-  const q = p.indexOf("?");
-  if (q !== -1) p = p.slice(0, q);
   if (p.includes("%")) {
     try {
       p = decodeURI(p);
@@ -113,4 +126,119 @@ export function compareSpecificity(a: RoutePattern, b: RoutePattern): number {
 export function matchesPattern(pattern: RoutePattern, method: string, normalizedPath: string): boolean {
   const m = pattern.method;
   return (m === undefined || m === method || (m === "GET" && method === "HEAD")) && pattern.regex.test(normalizedPath);
+}
+
+/** One compiled rule: its limiter behind the store-failure policy, key, cost and header writer. */
+export interface CompiledRule<Raw> {
+  /** The pattern as written, or `"default"`. */
+  readonly name: string;
+  readonly pattern: RoutePattern | undefined;
+  readonly limiter: GuardedLimiter;
+  readonly policies: readonly Policy[];
+  readonly key: KeyFunction<Raw> | undefined;
+  readonly cost: number | CostFunction<Raw>;
+  readonly writeHeaders: HeaderWriter | undefined;
+  /** Requests already counted under this limiter's store and prefix, for the double-count warning. */
+  readonly seen: WeakSet<object>;
+  /** How many requests have been looked up in `seen` so far. */
+  watched: number;
+}
+
+/** What compiling the rules needs besides the options. */
+export interface RuleContext {
+  readonly caseSensitive: boolean;
+  readonly clock: () => number;
+  readonly formats: readonly HeaderFormat[];
+  readonly baseStore: RateLimitStore;
+  readonly breakerFor: (store: RateLimitStore) => CircuitBreaker | undefined;
+  readonly failurePolicy: StoreFailurePolicy;
+}
+
+/** The rules of one middleware, ready to match requests. */
+export interface RuleSet<Raw> {
+  /** The most specific rule matching a method and a path (without query), else the default rule. */
+  match(method: string, path: string): CompiledRule<Raw> | undefined;
+}
+
+/**
+ * Every limiter's requests seen so far, by store and prefix: two middlewares counting into the same
+ * store and prefix share it, so a request counted by both shows up (a double mount).
+ */
+const seenByStore = new WeakMap<RateLimitStore, Map<string, WeakSet<object>>>();
+
+function seenOf(limiter: RateLimiter): WeakSet<object> {
+  let byPrefix = seenByStore.get(limiter.store);
+  if (byPrefix === undefined) seenByStore.set(limiter.store, byPrefix = new Map());
+  let seen = byPrefix.get(limiter.prefix);
+  if (seen === undefined) byPrefix.set(limiter.prefix, seen = new WeakSet());
+  return seen;
+}
+
+/** Compiles `o.rules`, plus `o.limiter` or `o.policy` as the default rule when `rules` has none. */
+export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleContext): RuleSet<Raw> {
+  const { caseSensitive, clock, formats, baseStore } = context;
+  const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
+  const legacyReset = o.legacyReset ?? "epoch";
+
+  const compile = (name: string, rule: Rule<Raw>, index: number): CompiledRule<Raw> => {
+    const r: RuleOptions<Raw> = isPolicy(rule) || Array.isArray(rule) ? { policy: rule as Policy | Policy[] } : rule as RuleOptions<Raw>;
+    if ((r.limiter === undefined) === (r.policy === undefined)) {
+      throw invalidHttpOption(`rules.${name}`, rule, `${RULE_ACCEPTED}, with exactly one of \`policy\` and \`limiter\``);
+    }
+    // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
+    const pattern = name === "default" ? undefined : compilePattern(name, caseSensitive);
+    const ownPrefix = `${basePrefix}${name}:`;
+    const limiter = r.limiter ?? createRateLimiter({
+      policy: r.policy!,
+      store: r.store ?? baseStore,
+      // A long pattern would make a prefix the limiter refuses: the rule's position names it instead.
+      prefix: ownPrefix.length <= 128 ? ownPrefix : `${basePrefix}r${index}:`,
+      clock,
+    });
+    return {
+      name,
+      pattern,
+      limiter: new GuardedLimiter(limiter, context.breakerFor(limiter.store), context.failurePolicy),
+      policies: limiter.policies,
+      key: r.key,
+      cost: r.cost ?? o.cost ?? 1,
+      writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
+      seen: seenOf(limiter),
+      watched: 0,
+    };
+  };
+
+  const patternRules: CompiledRule<Raw>[] = [];
+  let defaultRule: CompiledRule<Raw> | undefined;
+  let index = 0;
+  for (const [name, rule] of Object.entries(o.rules ?? {})) {
+    let compiled: CompiledRule<Raw>;
+    try {
+      compiled = compile(name, rule, index++);
+    } catch (error) {
+      if (error instanceof FloodgateError && !error.message.startsWith(WHERE)) throw new FloodgateError(error.code, `${WHERE}: option \`rules\`: ${error.message}`);
+      throw error;
+    }
+    if (compiled.pattern === undefined) defaultRule = compiled;
+    else patternRules.push(compiled);
+  }
+  patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
+  // The default rule keeps the base prefix as is (no rule name in it).
+  if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
+    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: o.prefix ?? "fg:", clock });
+    defaultRule = compile("default", { limiter }, index);
+  }
+  if (defaultRule === undefined && patternRules.length === 0) {
+    throw invalidHttpOption("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`: a middleware needs at least one limit to apply");
+  }
+
+  return {
+    match(method, path) {
+      if (patternRules.length > 0) {
+        const normalized = normalizeRoutePath(path, caseSensitive);
+        for (const rule of patternRules) if (matchesPattern(rule.pattern!, method, normalized)) return rule;
+      }
+      return defaultRule;
+    },
+  };
 }

@@ -9,9 +9,9 @@ export interface Logger {
  */
 export const WARNINGS = {
   forwardedHeaderIgnored:
-    "X-Forwarded-For/Forwarded ignored (trustProxy is false): clients behind a proxy share one limit. Set trustProxy.",
+    "A request carries an X-Forwarded-For or Forwarded header, but trustProxy is false, so Floodgate keys requests by the socket address: behind a proxy, every client shares the proxy's one limit. If the app runs behind a proxy, set trustProxy to the number of proxy hops, the proxies' addresses or CIDR ranges, or a preset such as \"cloudflare\"; if it does not, the header is forged and ignoring it is right: turn this warning off with warnings: { forwardedHeaderIgnored: false }.",
   trustProxyTrue:
-    "trustProxy: true lets any client pick its key through X-Forwarded-For. Set a hop count or the proxies' addresses.",
+    "trustProxy: true trusts every entry of X-Forwarded-For, so any client can choose its own key (and escape its limit) by sending that header. Set trustProxy to the number of proxy hops in front of the app, or to the proxies' addresses or CIDR ranges.",
   untrustedPresetPeer:
     "A trustProxy preset's header came from a peer outside the platform's proxy ranges, so it was ignored and the peer's own address is the key. " +
     "Make the origin reachable only through the platform; if a proxy of yours sits between the platform and this server, add its address to trustProxy: { preset, ranges }.",
@@ -19,13 +19,13 @@ export const WARNINGS = {
     "This trustProxy preset's platform publishes no proxy ranges, so its header is believed from any peer, and a client reaching the origin directly can pick its own key. " +
     "Make the origin reachable only through the platform, or list the platform's proxy addresses in trustProxy: { preset, ranges }.",
   invalidIp:
-    "A client address is not an IP (a forged or malformed proxy header?): keyed by the nearest valid hop.",
+    "A client address is not a valid IP address (a forged or malformed proxy header, or a proxy that writes something else there), so the request is keyed by the nearest valid address before it. Check what the proxy writes into the header set by proxyHeader.",
   noClientIp:
-    "No client address: such requests share one key. Set trustProxy, or getClientIp (fetch) / getConnInfo (Hono).",
+    "A request has no client address, so all such requests share one key and one limit. Pass the address to Floodgate: set trustProxy if a proxy puts it in a header, getClientIp for withRateLimit, or getConnInfo for the Hono middleware; or give a key function that does not depend on the address.",
   limiterPerRequest:
-    "Limiters created while serving requests count nothing: create the middleware once, at startup.",
+    "Many rate limiters were created while requests were being served: a limiter created per request starts from zero each time and limits nothing. Create the middleware once, at startup, and reuse it for every request.",
   doubleCount:
-    "One limiter counted a request twice (middleware mounted twice, or a shared store and prefix): clients get half their quota.",
+    "One request was counted twice by limiters on the same store and prefix, so clients get half their quota. The middleware is probably mounted twice (app-wide and on a route); mount it once, or give the second one its own prefix.",
 } as const;
 
 /** A warning's code. */

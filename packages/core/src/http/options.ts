@@ -1,0 +1,249 @@
+import type { FloodgateError } from "../errors.ts";
+import type { RateLimiter } from "../limiter.ts";
+import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
+import type { RateLimitStore } from "../store.ts";
+import {
+  arrayOf,
+  choice,
+  CLOCK_ACCEPTED,
+  hasMethods,
+  invalidOption,
+  isBoolean,
+  isFunction,
+  isRecord,
+  isStore,
+  isString,
+  objectOf,
+  oneOf,
+  parseOptions,
+  prefixOf,
+  range,
+  recordOf,
+  STORE_ACCEPTED,
+  whole,
+  type OptionSpec,
+  type OptionSpecs,
+} from "../validation.ts";
+import { trustProxySpec, type ProxyHeader, type TrustProxy } from "./client-ip.ts";
+import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
+import { parseIp, parseRange } from "./ip.ts";
+import type { RateLimitInfo } from "./result.ts";
+import type { CircuitBreakerOptions, StoreErrorAction } from "./store-guard.ts";
+import { WARNINGS, type Logger, type WarningsOption } from "./warnings.ts";
+
+export type MaybePromise<T> = T | Promise<T>;
+
+/** The request as Floodgate's callbacks see it, whatever the framework. */
+export interface RateLimitRequest<Raw = unknown> {
+  /** Upper-case method. */
+  readonly method: string;
+  /** The full path (not mount-relative), without the query string or fragment. */
+  readonly path: string;
+  /** The client address after trusted-proxy resolution, canonical; `undefined` when unknown. */
+  readonly ip: string | undefined;
+  /** A request header by lower-case name; repeated headers joined with `", "`. */
+  header(name: string): string | undefined;
+  /** The framework's own request object (Hono `Context`, Express `req`, Koa `ctx`, fetch `Request`). */
+  readonly raw: Raw;
+}
+
+/** How an adapter reads its framework's request: given once, at construction. */
+export interface RequestAccess<Raw> {
+  method(raw: Raw): string;
+  /**
+   * The full path (not mount-relative) as the framework routes it, without the query string or
+   * fragment. From a raw request-target (Node's `req.url`), use {@link targetPath}.
+   */
+  path(raw: Raw): string;
+  header(raw: Raw, name: string): string | undefined;
+}
+
+/** Derives a rate-limit key from a request; `undefined` or `""` falls back to the client IP. */
+export type KeyFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<string | undefined>;
+/** Units a request costs: a whole number >= 0 (0: not counted). */
+export type CostFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<number>;
+
+/** One tier of limits. */
+export interface RuleOptions<Raw = unknown> {
+  /** One policy or several, all checked atomically. */
+  policy?: Policy | readonly Policy[];
+  /** A ready limiter instead of `policy` (its prefix is used as is). */
+  limiter?: RateLimiter;
+  /** Store for this rule (default: the top-level store). */
+  store?: RateLimitStore;
+  /** This rule's key (default: the top-level `key`, then the client IP). */
+  key?: KeyFunction<Raw>;
+  /** This rule's cost (default: the top-level `cost`, then 1). */
+  cost?: number | CostFunction<Raw>;
+}
+
+/** A rule: a policy, several policies, or {@link RuleOptions}. */
+export type Rule<Raw = unknown> = Policy | readonly Policy[] | RuleOptions<Raw>;
+
+/** What a custom {@link HttpRateLimitOptions.handler} answers a limited request with. */
+export interface HandlerResponse {
+  status?: number;
+  headers?: Record<string, string>;
+  /** A string is sent as is; anything else as JSON. */
+  body?: unknown;
+}
+
+/** @deprecated Renamed {@link HandlerResponse}. */
+export type LimitedResponse = HandlerResponse;
+
+/** Options shared by every Floodgate middleware (Hono, Express, Koa) and `withRateLimit`. */
+export interface HttpRateLimitOptions<Raw = unknown> {
+  /** A ready limiter for requests no rule matches. */
+  limiter?: RateLimiter;
+  /** Store of the limiters built from `policy` and `rules` (default a new `memoryStore()`). */
+  store?: RateLimitStore;
+  /** Policy (or policies) for requests no rule matches. */
+  policy?: Policy | readonly Policy[];
+  /** Tiers keyed by `"METHOD /path"` (`*`, `:param`), most specific first; `default` for the rest. */
+  rules?: Record<string, Rule<Raw>>;
+  /** Key namespace (default the limiter's prefix, else `"fg:"`); each rule adds its pattern. */
+  prefix?: string;
+  /** Epoch-ms clock for the limiters built here and for header deltas (default `Date.now`). */
+  clock?: () => number;
+  /** Default: the client IP (IPv6 grouped by `ipv6Subnet`). */
+  key?: KeyFunction<Raw>;
+  /** Default 1. */
+  cost?: number | CostFunction<Raw>;
+  /** Requests for which this returns true are neither counted nor given headers. */
+  skip?: (req: RateLimitRequest<Raw>) => MaybePromise<boolean>;
+  /** IPs, CIDR ranges or keys that are never limited. */
+  allowList?: readonly string[];
+  /** Which proxies to trust for the client IP (default `false`: the socket address). */
+  trustProxy?: TrustProxy;
+  /** The header a proxy chain is read from (default `"x-forwarded-for"`). */
+  proxyHeader?: ProxyHeader;
+  /** IPv6 prefix length clients are grouped by (default 64). */
+  ipv6Subnet?: number;
+  /** Match rule paths case-sensitively (default `false`). */
+  caseSensitive?: boolean;
+  /** Header formats (default `["legacy", "draft-11"]`; `false` for none). */
+  headers?: boolean | HeaderFormat | readonly HeaderFormat[];
+  /** `X-RateLimit-Reset` as epoch seconds (default) or seconds from now. */
+  legacyReset?: "epoch" | "delta";
+  /** Status of a limited response (default 429). */
+  statusCode?: number;
+  /** The message in the default body, or a whole JSON body. */
+  message?: string | Record<string, unknown>;
+  /** `"json"` (default) or `"problem+json"` (RFC 9457). */
+  format?: "json" | "problem+json";
+  /** Builds the limited response instead of the default. */
+  handler?: (req: RateLimitRequest<Raw>, info: RateLimitInfo) => MaybePromise<HandlerResponse>;
+  /** Refund requests that end with a status below 400. */
+  skipSuccessfulRequests?: boolean;
+  /** Refund requests that end with a status of 400 or more, or whose client disconnects early. */
+  skipFailedRequests?: boolean;
+  /**
+   * When the store fails or times out: `"fallback"` (default: a local in-memory limiter with the
+   * same policies), `"allow"` or `"deny"`; or a hook returning one of those (void: `"fallback"`).
+   */
+  onStoreError?: StoreErrorAction | ((error: FloodgateError, req: RateLimitRequest<Raw> | undefined) => StoreErrorAction | void);
+  /** Abandon a store call after this many ms (default: no deadline). */
+  timeoutMs?: number;
+  /** Stop calling a failing store for a cool-down (default `{ failures: 5, cooldownMs: 30000 }`). */
+  circuitBreaker?: false | CircuitBreakerOptions;
+  /** Called with every decision. */
+  onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void;
+  /** Called with every denial. */
+  onLimited?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void;
+  /** Where warnings go (default `console`). */
+  logger?: Logger;
+  /** Misconfiguration warnings: all (default), none, or by code. */
+  warnings?: WarningsOption;
+}
+
+/** The name every HTTP option error starts with: the middlewares and `withRateLimit` share the options. */
+export const WHERE = "rateLimit()";
+
+export const FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
+export const RULE_ACCEPTED = "a policy, an array of policies, or an object { policy | limiter, store?, key?, cost? }";
+
+const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
+const FUNCTION: OptionSpec = [isFunction, "a function"];
+let optionSpecs: OptionSpecs | undefined;
+
+/** Every option: its test (run through zod, see validation.ts) and what it accepts in words. Built on first use. */
+function specs(): OptionSpecs {
+  if (optionSpecs !== undefined) return optionSpecs;
+  const isLimiter = (v: unknown): boolean => hasMethods("limit")(v) === true && Array.isArray((v as RateLimiter).policies);
+  const isCost = (v: unknown): boolean => isFunction(v) === true || whole(0)(v) === true;
+  const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
+  const isFormat = oneOf(FORMATS);
+  const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1) });
+  const bool: OptionSpec = [isBoolean, "a boolean"];
+  return optionSpecs = {
+    limiter: [isLimiter, "a limiter from createRateLimiter()"],
+    store: [isStore, STORE_ACCEPTED],
+    policy: [isPolicies, POLICIES_ACCEPTED],
+    rules: [
+      recordOf((rule) => isPolicies(rule) || isRule(rule)),
+      `an object mapping "METHOD /path" patterns (or "default") to ${RULE_ACCEPTED}`,
+    ],
+    prefix: prefixOf(64),
+    clock: [isFunction, CLOCK_ACCEPTED],
+    key: FUNCTION,
+    cost: [isCost, "a whole number >= 0, or a function returning one"],
+    skip: FUNCTION,
+    // An address with a bad prefix length ("10.0.0.0/33", "10.0.0.0/8x") is a mistake, not a key that never matches.
+    allowList: [
+      arrayOf((v) => isString(v) && v !== "" && (parseRange(v as string) !== undefined || parseIp((v as string).split("/")[0]!) === undefined)),
+      "an array of IP addresses, CIDR ranges or keys (an address with a prefix length must be a valid CIDR range, such as 10.0.0.0/8)",
+    ],
+    trustProxy: trustProxySpec(),
+    proxyHeader: choice("x-forwarded-for", "forwarded"),
+    ipv6Subnet: range("a prefix length", 1, 128),
+    caseSensitive: bool,
+    headers: [(v) => isBoolean(v) || isFormat(v) || arrayOf(isFormat)(v), `true, false, or one or several of ${quoted(FORMATS)}`],
+    legacyReset: choice("epoch", "delta"),
+    statusCode: range("an HTTP status", 400, 599),
+    message: [(v) => isString(v) || isRecord(v), "a string (the message in the default body), or a plain object sent as the whole JSON body"],
+    format: choice("json", "problem+json"),
+    handler: FUNCTION,
+    skipSuccessfulRequests: bool,
+    skipFailedRequests: bool,
+    onStoreError: [
+      (v) => isFunction(v) || v === "allow" || v === "deny" || v === "fallback",
+      '"allow", "deny", "fallback", or a function returning one of them',
+    ],
+    timeoutMs: range("a whole number of milliseconds", 1, 60_000),
+    circuitBreaker: [(v) => v === false || isBreaker(v), "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }"],
+    onDecision: FUNCTION,
+    onLimited: FUNCTION,
+    logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
+    warnings: [
+      (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),
+      `a boolean, or an object mapping warning codes (${Object.keys(WARNINGS).join(", ")}) to booleans`,
+    ],
+  };
+}
+
+/** The error of one invalid HTTP option. */
+export const invalidHttpOption = (option: string, value: unknown, expected: string): FloodgateError => invalidOption(WHERE, option, value, expected);
+
+/**
+ * Validates `options` once, at construction, and returns the options given. `adapterFunction`
+ * names an adapter's own function-valued option (Hono's `getConnInfo`), checked with the others.
+ */
+export function parseHttpOptions<Raw>(options: HttpRateLimitOptions<Raw>, adapterFunction: string | undefined): HttpRateLimitOptions<Raw> {
+  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, WHERE, adapterFunction ? { ...specs(), [adapterFunction]: FUNCTION } : specs());
+  if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
+    throw invalidHttpOption("limiter", o.limiter, "either `limiter`, or `store` and `policy`, not both (a ready limiter has its own store and policies)");
+  }
+  return o;
+}
+
+/** The header formats the options ask for; at most one draft format, since each writes RateLimit-Policy. */
+export function headerFormats(headers: HttpRateLimitOptions["headers"]): readonly HeaderFormat[] {
+  const formats = headers === undefined || headers === true
+    ? DEFAULT_HEADER_FORMATS
+    : headers === false ? [] : typeof headers === "string" ? [headers] : [...new Set(headers)];
+  const drafts = formats.filter((f) => f !== "legacy");
+  if (drafts.length > 1) {
+    throw invalidHttpOption("headers", headers, `at most one of "draft-6", "draft-7", "draft-11" ("${drafts[0]}" and "${drafts[1]}" both write RateLimit-Policy)`);
+  }
+  return formats;
+}

@@ -1,0 +1,64 @@
+import type { Decision } from "../limiter.ts";
+import type { Policy } from "../policies.ts";
+import { retryAfterSeconds } from "./headers.ts";
+import type { HttpRateLimitOptions, MaybePromise, RateLimitRequest } from "./options.ts";
+import type { RateLimitInfo } from "./result.ts";
+
+// The response to a limited request: the default JSON or problem+json (RFC 9457) body, or the
+// user's `handler`, with the rate-limit headers and Retry-After.
+
+/** A limited request's response, prepared for an adapter to send as it is. */
+export interface PreparedResponse {
+  readonly status: number;
+  /** Flat `[name, value, ...]` pairs, rate-limit headers and Content-Type included. */
+  readonly headers: readonly string[];
+  readonly body: string | null;
+}
+
+/** Builds the response of a limited request from its info and headers (Retry-After included). */
+export type Responder<Raw> = (req: RateLimitRequest<Raw>, info: RateLimitInfo, headers: readonly string[], retryAfter: number) => MaybePromise<PreparedResponse>;
+
+const JSON_TYPE = "application/json; charset=utf-8";
+const TEXT_TYPE = "text/plain; charset=utf-8";
+const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After period.";
+
+/**
+ * Whole seconds a limited client should wait: the decision's, or, for a "deny" after a store
+ * failure (no figures), the open circuit's remaining cool-down, at least one second.
+ */
+export function limitedRetryAfter(decision: Decision | undefined, policies: readonly Policy[], circuitOpenMs: number, nowMs: number): number {
+  return decision === undefined ? Math.max(1, Math.ceil(circuitOpenMs / 1000)) : retryAfterSeconds(decision, policies, nowMs);
+}
+
+/** The responder the options describe; everything but the Retry-After seconds is known now. */
+export function createResponder<Raw>(o: HttpRateLimitOptions<Raw>): Responder<Raw> {
+  const status = o.statusCode ?? 429;
+  const handler = o.handler;
+  if (handler !== undefined) {
+    const prepare = (custom: Awaited<ReturnType<typeof handler>>, headers: readonly string[]): PreparedResponse => {
+      const out = [...headers];
+      let type: string | undefined;
+      for (const [name, value] of Object.entries(custom?.headers ?? {})) {
+        if (name.toLowerCase() === "content-type") type = value;
+        out.push(name, value);
+      }
+      const body = custom?.body;
+      const text = body === undefined || body === null ? null : typeof body === "string" ? body : JSON.stringify(body);
+      if (type === undefined && text !== null) out.push("Content-Type", typeof body === "string" ? TEXT_TYPE : JSON_TYPE);
+      return { status: custom?.status ?? status, headers: out, body: text };
+    };
+    return async (req, info, headers) => prepare(await handler(req, info), headers);
+  }
+  if (typeof o.message === "object") {
+    const body = JSON.stringify(o.message);
+    return (_req, _info, headers) => ({ status, headers: [...headers, "Content-Type", JSON_TYPE], body });
+  }
+  const message = JSON.stringify(o.message ?? DEFAULT_MESSAGE);
+  const problem = o.format === "problem+json";
+  const contentType = problem ? "application/problem+json" : JSON_TYPE;
+  const head = problem
+    ? `{"type":"about:blank","title":"Too Many Requests","status":${status},"detail":${message},"retryAfter":`
+    : `{"error":{"code":"RATE_LIMITED","message":${message},"retryAfter":`;
+  const tail = problem ? "}" : "}}";
+  return (_req, _info, headers, retryAfter) => ({ status, headers: [...headers, "Content-Type", contentType], body: `${head}${retryAfter}${tail}` });
+}
