@@ -131,7 +131,9 @@ for (const pkg of packages) {
 }
 check("bundle size within budgets (scripts/size-budgets.json)", "node", ["scripts/size.mjs"]);
 check("deno check (every package's source, the Deno examples)", bin("deno"), ["check", ...packages.map((p) => `packages/${p}/src/index.ts`), "examples/deno/fetch.ts", "examples/deno/hono.ts"]);
-check("deno lint (every package, the Deno examples)", bin("deno"), ["lint", ...packages.map((p) => `packages/${p}/src`), "examples/deno"]);
+// Every TypeScript and JavaScript file of the repository (the fmt and lint sections of deno.json).
+check("formatting (deno fmt --check; `npm run format` rewrites the files)", bin("deno"), ["fmt", "--check"]);
+check("deno lint (every TypeScript and JavaScript file)", bin("deno"), ["lint"]);
 check("deno publish --dry-run (JSR: no slow types)", bin("deno"), ["publish", "--dry-run", "--allow-dirty"]);
 
 const vitestReport = join(tmp, "vitest.json");
