@@ -71,7 +71,7 @@ if (!(subject! in PEER_NAMES)) {
 } else {
   const { fn } = await peer(PEER_NAMES[subject!]!, scenario);
   // The clock row is synchronous, as a decision reads it; the other peers are awaited.
-  const loop = PEER_NAMES[subject!] === CLOCK ? async (f: () => unknown, n: number) => loopSync(f, n) : loopAsync;
+  const loop = PEER_NAMES[subject!] === CLOCK ? (f: () => unknown, n: number) => Promise.resolve(loopSync(f, n)) : loopAsync;
   await loop(fn, 20_000);
   measure();
   sink = await loop(fn, calls);

@@ -1,11 +1,78 @@
 #!/usr/bin/env node
 // `npm test`: every check the project has, in order, then one plain summary line
 // "N passed, N failed" (tests of every runner plus the build and package checks).
+//
+// First, before anything else, the system packages the suites need (see SYSTEM_PACKAGES): when
+// one is missing, it is installed with apt-get if this runs as root on a system that has apt-get;
+// otherwise npm test stops at once, printing the command that installs it.
+//
+// Test-only switches (test/repo/preflight.test.ts uses them; nothing else should):
+//   --preflight-only                      stop after that system check (exit 0 when all is there)
+//   FLOODGATE_TEST_PREFLIGHT_NOT_ROOT=1   behave as if not root: never run apt-get, print the command
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { delimiter, join, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "..");
+
+/** Debian packages the suites need, each with the binaries that show it is installed. */
+const SYSTEM_PACKAGES = [
+  // test/support/redis-server.ts starts private servers; the cluster suite also needs redis-cli.
+  { name: "redis-server", binaries: ["redis-server", "redis-cli"], for: "the Redis suites" },
+  // test/runtimes/browser.test.ts drives Debian's Chromium through playwright-core.
+  { name: "chromium", binaries: ["chromium"], for: "the browser test, test/runtimes/browser.test.ts" },
+];
+
+function onPath(binary) {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    try {
+      accessSync(join(dir, binary), constants.X_OK);
+      return true;
+    } catch {
+      // not in this directory
+    }
+  }
+  return false;
+}
+
+/** Ends npm test before any check ran, with the usual summary line. */
+function stop(lines) {
+  for (const line of lines) console.log(line);
+  console.log("\n0 passed, 1 failed");
+  process.exit(1);
+}
+
+function preflight() {
+  const missing = () => SYSTEM_PACKAGES.filter((p) => !p.binaries.every(onPath));
+  const needed = missing();
+  if (needed.length === 0) return;
+  for (const p of needed) console.log(`${p.binaries.filter((b) => !onPath(b)).join(" and ")} not found on PATH (Debian package ${p.name}, for ${p.for}).`);
+  const names = needed.map((p) => p.name).join(" ");
+  const isRoot = process.getuid?.() === 0 && process.env.FLOODGATE_TEST_PREFLIGHT_NOT_ROOT !== "1";
+  if (!onPath("apt-get")) {
+    stop([
+      `apt-get is not available here: install ${names} with this system's package manager (on Debian or Ubuntu: \`sudo apt-get install -y ${names}\`), then run npm test again.`,
+    ]);
+  }
+  if (!isRoot) stop([`Install ${needed.length === 1 ? "it" : "them"}, then run npm test again:`, ``, `  sudo apt-get update && sudo apt-get install -y ${names}`]);
+  const update = spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
+  if (update.status !== 0) stop([`apt-get update failed: run \`apt-get update && apt-get install -y ${names}\`, then npm test again.`]);
+  for (const p of needed) {
+    console.log(`installing ${p.name} with apt-get`);
+    const install = spawnSync("apt-get", ["install", "-y", "-qq", p.name], {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
+    if (install.status !== 0) stop([`could not install ${p.name}: run \`apt-get install -y ${p.name}\` to see why.`]);
+  }
+  const still = missing();
+  if (still.length > 0) stop([`still not found on PATH after apt-get install: ${still.flatMap((p) => p.binaries).filter((b) => !onPath(b)).join(", ")}.`]);
+}
+
+preflight();
+if (process.argv.includes("--preflight-only")) process.exit(0);
+
 const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
@@ -64,7 +131,9 @@ for (const pkg of packages) {
 }
 check("bundle size within budgets (scripts/size-budgets.json)", "node", ["scripts/size.mjs"]);
 check("deno check (every package's source, the Deno examples)", bin("deno"), ["check", ...packages.map((p) => `packages/${p}/src/index.ts`), "examples/deno/fetch.ts", "examples/deno/hono.ts"]);
-check("deno lint (every package, the Deno examples)", bin("deno"), ["lint", ...packages.map((p) => `packages/${p}/src`), "examples/deno"]);
+// Every TypeScript and JavaScript file of the repository (the fmt and lint sections of deno.json).
+check("formatting (deno fmt --check; `npm run format` rewrites the files)", bin("deno"), ["fmt", "--check"]);
+check("deno lint (every TypeScript and JavaScript file)", bin("deno"), ["lint"]);
 check("deno publish --dry-run (JSR: no slow types)", bin("deno"), ["publish", "--dry-run", "--allow-dirty"]);
 
 const vitestReport = join(tmp, "vitest.json");

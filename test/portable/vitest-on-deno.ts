@@ -176,7 +176,10 @@ function makeMatchers(actual: unknown, negate: boolean): Matchers {
     toBeTruthy: () => check(Boolean(actual), `expected ${show(actual)} to be truthy`),
     toBeFalsy: () => check(!actual, `expected ${show(actual)} to be falsy`),
     toBeInstanceOf: (type: new (...args: never[]) => unknown) => check(actual instanceof type, `expected an instance of ${type.name}`),
-    toBeTypeOf: (type: string) => check(typeof actual === type, `expected ${show(actual)} to be of type ${type}`),
+    toBeTypeOf: (type: string) => {
+      const actualType: string = typeof actual; // compared with a string the caller gives, not a literal
+      return check(actualType === type, `expected ${show(actual)} to be of type ${type}`);
+    },
     toHaveLength: (n: number) => check((actual as { length: number }).length === n, `expected length ${n}, got ${(actual as { length: number })?.length}`),
     toHaveProperty: (key: string, value?: unknown) =>
       check(

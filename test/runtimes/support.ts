@@ -23,7 +23,7 @@ export function requireBinary(name: "deno" | "bun" | "workerd" | "edge-runtime",
 }
 
 export const CHROMIUM_MISSING =
-  "chromium is required for the browser test but was not found on PATH; install it with `apt-get install -y chromium` (.ci/run does so when it is missing)";
+  "chromium is required for the browser test but was not found on PATH; install it with `apt-get install -y chromium` (`npm test` does so when it runs as root)";
 
 /**
  * The Chromium binary the browser suite drives through playwright-core: `chromium` on PATH
