@@ -1,13 +1,13 @@
 /**
- * Rewrites the precomputed SHA1 constants in packages/core/src/redis/lua.ts after a script
+ * Rewrites the precomputed SHA1 constants in packages/core/src/stores/redis/lua.ts after a script
  * changed: `npx tsx scripts/update-lua-sha.ts`. (test/redis/lua-sha.test.ts fails until then.)
  */
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { luaScripts } from "../packages/core/src/redis/lua.ts";
+import { luaScripts } from "../packages/core/src/stores/redis/lua.ts";
 
-const file = fileURLToPath(new URL("../packages/core/src/redis/lua.ts", import.meta.url));
+const file = fileURLToPath(new URL("../packages/core/src/stores/redis/lua.ts", import.meta.url));
 let text = readFileSync(file, "utf8");
 for (const [name, script] of Object.entries(luaScripts())) {
   const sha = createHash("sha1").update(script.source).digest("hex");

@@ -1,7 +1,7 @@
 /**
  * Equivalence: random traces (time steps, identifiers, costs, policy sets, operations) replayed
  * with an injected clock give identical store results on the memory store (the specification,
- * algorithms.ts) and on each Redis store running the Lua scripts (`clock: "local"`).
+ * src/algorithms/) and on each Redis store running the Lua scripts (`clock: "local"`).
  *
  * Times, windows and token intervals are multiples of one second, so a key's remaining TTL in
  * injected time is either 0 or at least 1 s: the real time a trace takes (milliseconds; a few

@@ -1,8 +1,8 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import { createRateLimiter, type Decision, type PolicyDecision, type RateLimiter } from "../limiter.ts";
-import { memoryStore } from "../memory-store.ts";
+import { memoryStore } from "../stores/memory-store.ts";
 import { isPolicies, isPolicy, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
-import type { RateLimitStore } from "../store.ts";
+import type { RateLimitStore } from "../stores/store.ts";
 import {
   arrayOf,
   choice,
