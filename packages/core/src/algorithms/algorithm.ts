@@ -64,8 +64,6 @@ export interface LuaAlgorithm {
   parameter(p: Policy): number;
   /** Largest limit the Redis state represents exactly, when below the policy factory's own bound. */
   readonly maxLimit?: number;
-  /** The kind's Redis state, in words (one key per policy, with a TTL). */
-  readonly state: string;
 }
 
 /** The figures the docs show for a kind (the algorithm table of the root README). */
@@ -78,18 +76,23 @@ export interface AlgorithmDocs {
   readonly resetAt: string;
 }
 
-/** Everything one kind of policy is, as registry.ts lists it. */
+/**
+ * One kind of policy as registry.ts lists it: what the Redis stores, the docs and the tests read
+ * about it. It names its factory rather than holding it, and leaves the TypeScript `apply` and
+ * `refund` to the policy (under {@link ALGORITHM}): the Redis stores import the registry, and a
+ * bundle should carry only the factories it imports.
+ */
 export interface AlgorithmDefinition<K extends string = string> {
   readonly kind: K;
-  /** The exported policy factory's name, e.g. `"tokenBucket"`. */
+  /** The policy factory's name, as the package exports it, e.g. `"tokenBucket"`. */
   readonly factoryName: string;
-  /** The policy factory. */
-  readonly create: (options: never) => Policy;
-  readonly algorithm: Algorithm;
   readonly lua: LuaAlgorithm;
   readonly docs: AlgorithmDocs;
-  /** A policy of this kind admitting `limit` per `windowMs` (a bucket of `limit` refilled over `windowMs`): for tests, demos and docs. */
-  example(limit: number, windowMs: number, name?: string): Policy;
+  /**
+   * Options of the factory for a policy admitting `limit` per `windowMs` (a bucket of `limit`
+   * refilled over `windowMs`), named `name` when given: for tests, demos and docs.
+   */
+  exampleOptions(limit: number, windowMs: number, name?: string): object;
   /** The longest a key's state matters after the last charge: the most a store's TTL for it needs to be. */
   retentionMs(p: Policy): number;
 }

@@ -68,12 +68,12 @@ if v and v >= 0 then
 end
 `;
 
+/** Redis state: the integer count * 2^20 + (window index mod 2^20). */
 const FIXED_WINDOW_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "f",
   parameter: (p: Policy) => p.windowMs,
   // Counts are packed with a 20-bit window index into one exact double.
   maxLimit: 4_294_967_296, // 2 ** 32
-  state: "integer: count * 2^20 + (window index mod 2^20)",
   fragments: {
     eval: `${FW_READ}local wend = (index + 1) * size
 ok = count + cost <= L
@@ -95,8 +95,6 @@ out[i + 1] = L - b
 export const FIXED_WINDOW_DEFINITION: AlgorithmDefinition<"fixed-window"> = {
   kind: "fixed-window",
   factoryName: "fixedWindow",
-  create: fixedWindow,
-  algorithm: FIXED_WINDOW,
   lua: FIXED_WINDOW_LUA,
   docs: {
     call: "fixedWindow({ limit, window })",
@@ -104,6 +102,6 @@ export const FIXED_WINDOW_DEFINITION: AlgorithmDefinition<"fixed-window"> = {
     guarantee: "at most `limit` per window aligned to the epoch; up to `2 × limit` across a boundary",
     resetAt: "end of the current window",
   },
-  example: (limit, windowMs, name) => fixedWindow(windowExample(limit, windowMs, name)),
+  exampleOptions: windowExample,
   retentionMs: (p) => p.windowMs,
 };

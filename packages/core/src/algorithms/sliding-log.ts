@@ -102,11 +102,13 @@ export function slidingLog(options: WindowPolicyOptions): Policy {
   return windowPolicy("sliding-log", SLIDING_LOG, "slidingLog()", options);
 }
 
-/** Sliding log in Lua. Parameter: window ms. Carried from eval to commit: a = at, b = count. */
+/**
+ * Sliding log in Lua. Redis state: a list of µs timestamps, oldest first. Parameter: window ms.
+ * Carried from eval to commit: a = at, b = count.
+ */
 const SLIDING_LOG_LUA: LuaAlgorithm = {
   code: "l",
   parameter: (p) => p.windowMs,
-  state: "list of µs timestamps, oldest first",
   fragments: {
     eval: `local size, last = P * 1000, redis.pcall("LINDEX", k, "-1")
 if type(last) == "table" then
@@ -172,8 +174,6 @@ end
 export const SLIDING_LOG_DEFINITION: AlgorithmDefinition<"sliding-log"> = {
   kind: "sliding-log",
   factoryName: "slidingLog",
-  create: slidingLog,
-  algorithm: SLIDING_LOG,
   lua: SLIDING_LOG_LUA,
   docs: {
     call: "slidingLog({ limit, window })",
@@ -181,6 +181,6 @@ export const SLIDING_LOG_DEFINITION: AlgorithmDefinition<"sliding-log"> = {
     guarantee: "at most `limit` in any window-long interval, exactly",
     resetAt: "when the newest entry leaves the window",
   },
-  example: (limit, windowMs, name) => slidingLog(windowExample(limit, windowMs, name)),
+  exampleOptions: windowExample,
   retentionMs: (p) => p.windowMs,
 };

@@ -112,10 +112,10 @@ if type(v) == "string" then
 end
 `;
 
+/** Redis state: the string "index:current:previous". */
 const SLIDING_WINDOW_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "s",
   parameter: (p: Policy) => p.windowMs,
-  state: `string "index:current:previous"`,
   fragments: {
     eval: `${SW_READ}local start = index * P
 local elapsed = floor((now - start * 1000) / 1000)
@@ -157,8 +157,6 @@ end
 export const SLIDING_WINDOW_DEFINITION: AlgorithmDefinition<"sliding-window"> = {
   kind: "sliding-window",
   factoryName: "slidingWindow",
-  create: slidingWindow,
-  algorithm: SLIDING_WINDOW,
   lua: SLIDING_WINDOW_LUA,
   docs: {
     call: "slidingWindow({ limit, window })",
@@ -166,7 +164,7 @@ export const SLIDING_WINDOW_DEFINITION: AlgorithmDefinition<"sliding-window"> = 
     guarantee: "at most `limit` per aligned window, fewer than `2 × limit` in any window-long interval",
     resetAt: "when both counted windows have passed",
   },
-  example: (limit, windowMs, name) => slidingWindow(windowExample(limit, windowMs, name)),
+  exampleOptions: windowExample,
   // The current window's count still weighs on the next one.
   retentionMs: (p) => 2 * p.windowMs,
 };

@@ -100,11 +100,11 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
  * GCRA in Lua. Parameter: µs per token. Carried from eval to commit: a = new tat. Stored
  * negated: every other kind's integer is >= 0, so none can pass for an arrival time (nor one for
  * a fixed-window count) after a limiter changes kind under the same prefix.
+ * Redis state: the integer minus the theoretical arrival time (µs).
  */
 const TOKEN_BUCKET_LUA: LuaAlgorithm = {
   code: "t",
   parameter: intervalUs,
-  state: "integer: minus the theoretical arrival time (µs); negative, unlike every other kind's",
   fragments: {
     eval: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
 if tat < now then tat = now end
@@ -129,8 +129,6 @@ end
 export const TOKEN_BUCKET_DEFINITION: AlgorithmDefinition<"token-bucket"> = {
   kind: "token-bucket",
   factoryName: "tokenBucket",
-  create: tokenBucket,
-  algorithm: TOKEN_BUCKET,
   lua: TOKEN_BUCKET_LUA,
   docs: {
     call: "tokenBucket({ capacity, refillRate })",
@@ -138,7 +136,7 @@ export const TOKEN_BUCKET_DEFINITION: AlgorithmDefinition<"token-bucket"> = {
     guarantee: "bursts up to `capacity`, then `refillRate` per second; at most `capacity + refillRate × Δt` over any interval",
     resetAt: "when the bucket is full again",
   },
-  example: (limit, windowMs, name) =>
-    tokenBucket(name === undefined ? { capacity: limit, refillRate: (limit * 1000) / windowMs } : { capacity: limit, refillRate: (limit * 1000) / windowMs, name }),
+  exampleOptions: (limit, windowMs, name): TokenBucketOptions =>
+    name === undefined ? { capacity: limit, refillRate: (limit * 1000) / windowMs } : { capacity: limit, refillRate: (limit * 1000) / windowMs, name },
   retentionMs: (p) => Math.ceil(p.windowMs),
 };

@@ -19,7 +19,7 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  * integer (Redis truncates Lua numbers); refunds return 0.
  *
  * State, one key per policy, each with a TTL of exactly the time its state still matters; each
- * kind's layout is its `lua.state` (in algorithms/<kind>.ts).
+ * kind's layout is described beside its fragments (algorithms/<kind>.ts).
  *
  * Speed (every decision runs the whole script): no function is defined per call — each kind is a
  * fragment of straight-line code (its `lua.fragments`), pasted into its single-policy script and into the branches of
