@@ -1,7 +1,7 @@
 /**
  * A complete store on a key-value database that cannot run scripts but offers compare-and-set
- * (Cloudflare KV with a version check, DynamoDB's conditional writes, etcd, a SQL row with a
- * version column...), built on `evaluateState`. The database here is `VersionedMap`, an
+ * (DynamoDB's conditional writes, etcd transactions, a SQL row with a version column...), built
+ * on `evaluateState`. The database here is `VersionedMap`, an
  * in-process stand-in whose every operation is asynchronous, so concurrent callers interleave
  * between read and write as they would over a network. docs/writing-a-store.md walks through it.
  */
