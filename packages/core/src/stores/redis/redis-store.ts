@@ -22,7 +22,7 @@ export interface RedisStoreOptions extends ScriptStoreOptions {
 }
 
 const isNodeRedis = /* @__PURE__ */ hasMethods("evalSha", "eval", "del");
-// Built on first use (a spread, at import time, would run in every bundle).
+// Built on first use.
 let OPTIONS: OptionSpecs | undefined;
 
 /**

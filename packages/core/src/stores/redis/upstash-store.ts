@@ -17,7 +17,7 @@ export interface UpstashStoreOptions extends ScriptStoreOptions {
   redis: UpstashRedisLike;
 }
 
-// Built on first use (a spread, at import time, would run in every bundle).
+// Built on first use.
 let OPTIONS: OptionSpecs | undefined;
 
 /**
