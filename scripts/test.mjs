@@ -165,8 +165,10 @@ const PORTABLE_SUITES = [
   "test/core/limiter.test.ts",
   "test/core/memory-store.test.ts",
   "test/core/scenarios.test.ts",
-  // The store contract: memory, and Upstash through the local bridge over HTTP.
+  // The store contract: memory, the compare-and-set store over evaluateState, and Upstash through the local bridge over HTTP.
   "test/stores/memory-store.contract.test.ts",
+  "test/stores/kv-store.contract.test.ts",
+  "test/stores/state.test.ts",
   "test/redis/contract-upstash.test.ts",
   // The HTTP scenario table: Hono, Express, Koa and the fetch wrapper.
   "test/http/scenarios.test.ts",

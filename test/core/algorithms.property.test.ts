@@ -8,21 +8,20 @@ import {
   tokenBucket,
   type Policy,
 } from "../../packages/core/src/index.ts";
+import { example, KINDS } from "../support/kinds.ts";
 import { MultiModel } from "./models.ts";
 
 const START = 1_767_225_600_000; // 2026-01-01T00:00:00Z, a multiple of every window below
 
-const windowPolicy = (make: typeof fixedWindow) =>
-  fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: fc.integer({ min: 5, max: 400 }) }).map((o) => make(o));
-
+/** A policy of every registered kind: `limit` per window (a bucket of `limit` refilled over the window). */
 const policyArb: fc.Arbitrary<Policy> = fc.oneof(
+  fc.record({ kind: fc.constantFrom(...KINDS), limit: fc.integer({ min: 1, max: 8 }), window: fc.integer({ min: 5, max: 400 }) })
+    .map(({ kind, limit, window }) => example(kind, limit, window)),
+  // Token buckets at refill rates whose µs per token is rounded (100 / 60: 600,000 µs; 7: 142,857 µs).
   fc.record({
     capacity: fc.integer({ min: 1, max: 8 }),
     refillRate: fc.constantFrom(1, 2.5, 3, 10, 100 / 60, 7, 40),
   }).map((o) => tokenBucket(o)),
-  windowPolicy(fixedWindow),
-  windowPolicy(slidingWindow),
-  windowPolicy(slidingLog),
 );
 
 /** Distinct names so several policies of one kind can share a limiter. */

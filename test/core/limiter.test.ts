@@ -11,14 +11,11 @@ import {
   tokenBucket,
   type Policy,
 } from "../../packages/core/src/index.ts";
+import { example, KINDS } from "../support/kinds.ts";
 
 const START = 1_767_225_600_000;
-const all = (): Policy[] => [
-  tokenBucket({ capacity: 5, refillRate: 1 }),
-  fixedWindow({ limit: 5, window: "1m" }),
-  slidingWindow({ limit: 5, window: "1m" }),
-  slidingLog({ limit: 5, window: "1m" }),
-];
+/** One policy of every registered kind, 5 per minute (a bucket of 5 refilled over a minute). */
+const all = (): Policy[] => KINDS.map((kind) => example(kind, 5, 60_000));
 
 const expectError = (fn: () => unknown, code: string, ...fragments: string[]): void => {
   try {

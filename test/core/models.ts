@@ -5,7 +5,7 @@
  * millisecond at which the same request would fit), so an off-by-one in the engine's closed-form
  * answers cannot hide.
  */
-import type { Policy } from "../../packages/core/src/index.ts";
+import type { Policy, PolicyKind } from "../../packages/core/src/index.ts";
 
 export interface ModelAnswer {
   allowed: boolean;
@@ -126,17 +126,16 @@ export class SlidingLogModel implements Model {
   }
 }
 
+/** One reference model per kind: a kind added to the registry without one fails to compile here. */
+const MODELS: { readonly [K in PolicyKind]: new (policy: Policy) => Model } = {
+  "token-bucket": TokenBucketModel,
+  "fixed-window": FixedWindowModel,
+  "sliding-window": SlidingWindowModel,
+  "sliding-log": SlidingLogModel,
+};
+
 export function modelFor(policy: Policy): Model {
-  switch (policy.kind) {
-    case "token-bucket":
-      return new TokenBucketModel(policy);
-    case "fixed-window":
-      return new FixedWindowModel(policy);
-    case "sliding-window":
-      return new SlidingWindowModel(policy);
-    case "sliding-log":
-      return new SlidingLogModel(policy);
-  }
+  return new MODELS[policy.kind](policy);
 }
 
 /** Several policies: admitted only when all fit; charged all or none. */

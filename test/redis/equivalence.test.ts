@@ -1,7 +1,7 @@
 /**
  * Equivalence: random traces (time steps, identifiers, costs, policy sets, operations) replayed
  * with an injected clock give identical store results on the memory store (the specification,
- * algorithms.ts) and on each Redis store running the Lua scripts (`clock: "local"`).
+ * src/algorithms/) and on each Redis store running the Lua scripts (`clock: "local"`).
  *
  * Times, windows and token intervals are multiples of one second, so a key's remaining TTL in
  * injected time is either 0 or at least 1 s: the real time a trace takes (milliseconds; a few
@@ -19,6 +19,7 @@ import {
   type PolicySet,
   type RateLimitStore,
 } from "../../packages/core/src/index.ts";
+import { example, KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
 import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
@@ -117,8 +118,12 @@ describe.each(FLAVOURS)("equivalence with the memory store: %s", (_name, setup) 
 
   it("identical results at microsecond times on one forward-moving trace", async () => {
     // Fractional milliseconds exercise toMicros; windows are long so no key expires meanwhile.
-    const policies = [tokenBucket({ capacity: 5, refillRate: 3 }), slidingWindow({ limit: 7, window: "1m" }), fixedWindow({ limit: 9, window: "1h" }), slidingLog({ limit: 6, window: "1m" })]
-      .map((p, i) => Object.freeze({ ...p, name: `q${i}` }));
+    const policies = [
+      ...KINDS.map((kind, i) => example(kind, 5 + i, 60_000)),
+      // A bucket whose µs per token is rounded (1/3 s: 333,333 µs).
+      tokenBucket({ capacity: 5, refillRate: 3 }),
+      fixedWindow({ limit: 9, window: "1h" }),
+    ].map((p, i) => Object.freeze({ ...p, name: `q${i}` }));
     for (const one of [...policies.map((p) => [p]), policies]) {
       const set: PolicySet = Object.freeze({ prefix: uniquePrefix(), policies: Object.freeze(one) });
       const reference = memoryStore();

@@ -1,7 +1,7 @@
 /** The Redis key of an identifier, as the bytes a client sends (UTF-8): distinct identifiers never share one. */
 import fc from "fast-check";
 import { expect, it } from "vitest";
-import { baseKey } from "../../packages/core/src/redis/script-store.ts";
+import { baseKey } from "../../packages/core/src/stores/redis/script-store.ts";
 
 const utf8 = (s: string): string => Buffer.from(s, "utf8").toString("hex");
 // Identifiers built from the characters that matter: escapes, braces, separators, surrogates (paired or not), U+FFFD.

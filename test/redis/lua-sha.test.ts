@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { luaScripts, SCRIPT_SHA } from "../../packages/core/src/redis/lua.ts";
+import { luaScripts, SCRIPT_SHA } from "../../packages/core/src/stores/redis/lua.ts";
 
 describe("Lua scripts", () => {
   it("precomputed SHA1 constants match the script sources (run `npx tsx scripts/update-lua-sha.ts` after editing a script)", () => {

@@ -17,6 +17,7 @@ import {
   type Policy,
   type PolicySet,
 } from "../../packages/core/src/index.ts";
+import { retentionMs } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
 import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
@@ -26,16 +27,7 @@ const policiesArb = policySets({ maxLimit: 6, windows: [1, 3, 10, 20, 600], rate
 
 /** The longest a policy's state can matter, measured from the newest time it has seen. */
 function needMs(p: Policy): number {
-  switch (p.kind) {
-    case "token-bucket":
-      return Math.ceil(p.limit * p.intervalMs);
-    case "fixed-window":
-      return p.windowMs;
-    case "sliding-window":
-      return 2 * p.windowMs;
-    case "sliding-log":
-      return p.windowMs;
-  }
+  return retentionMs(p);
 }
 
 type Op = { kind: "consume" | "peek" | "refund" | "reset"; key: string; cost: number; dt: number };

@@ -5,7 +5,8 @@
  * expires a key the memory store still counts.
  */
 import fc from "fast-check";
-import { fixedWindow, slidingLog, slidingWindow, tokenBucket, type Policy } from "../../packages/core/src/index.ts";
+import { tokenBucket, type Policy } from "../../packages/core/src/index.ts";
+import { example, KINDS } from "../support/kinds.ts";
 
 export const GRAIN_MS = 1000;
 
@@ -24,12 +25,15 @@ export interface PolicyRanges {
 /** Sets of policies of any kinds (repeated kinds included), named `p0`, `p1`... */
 export function policySets(r: PolicyRanges): fc.Arbitrary<Policy[]> {
   const limit = fc.integer({ min: 1, max: r.maxLimit });
-  const window = fc.constantFrom(...r.windows).map((n) => n * GRAIN_MS);
   const policy: fc.Arbitrary<Policy> = fc.oneof(
+    // Every registered kind, `limit` per window; the window is `limit` × n grains, so that a
+    // bucket refilled over it earns one token every n grains.
+    fc.record({ kind: fc.constantFrom(...KINDS), limit, n: fc.constantFrom(...r.windows) })
+      .map(({ kind, limit, n }) => example(kind, limit, limit * n * GRAIN_MS)),
+    fc.record({ kind: fc.constantFrom(...KINDS), limit, window: fc.constantFrom(...r.windows) })
+      .filter(({ kind }) => kind !== "token-bucket")
+      .map(({ kind, limit, window }) => example(kind, limit, window * GRAIN_MS)),
     fc.record({ limit, rate: fc.constantFrom(...r.rates) }).map(({ limit, rate }) => tokenBucket({ capacity: limit, refillRate: rate })),
-    fc.record({ limit, window }).map(({ limit, window }) => fixedWindow({ limit, window })),
-    fc.record({ limit, window }).map(({ limit, window }) => slidingWindow({ limit, window })),
-    fc.record({ limit, window }).map(({ limit, window }) => slidingLog({ limit, window })),
   );
   return fc.array(policy, { minLength: r.minPolicies, maxLength: r.maxPolicies })
     .map((ps) => ps.map((p, i) => Object.freeze({ ...p, name: `p${i}` })));

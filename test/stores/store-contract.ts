@@ -5,10 +5,10 @@
  * milliseconds the test takes cannot change a decision.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { example, KINDS as REGISTERED_KINDS, retentionMs } from "../support/kinds.ts";
 import {
   createRateLimiter,
   fixedWindow,
-  slidingLog,
   slidingWindow,
   tokenBucket,
   type Policy,
@@ -31,7 +31,8 @@ export function uniquePrefix(): string {
   return `t${process.pid}x${Date.now().toString(36)}x${++prefixCounter}:`;
 }
 
-export const KINDS: readonly PolicyKind[] = ["token-bucket", "fixed-window", "sliding-window", "sliding-log"];
+/** Every kind in the registry: each runs the whole contract. */
+export const KINDS: readonly PolicyKind[] = REGISTERED_KINDS;
 
 /**
  * Waits out the next hour boundary when it is less than `marginMs` away. Tests on the server's
@@ -46,37 +47,17 @@ export async function clearOfHourBoundary(marginMs = 3000): Promise<void> {
 
 /** A policy of `kind` admitting `limit` per hour (a token bucket refilling its capacity per hour). */
 export function hourly(kind: PolicyKind, limit: number, name?: string): Policy {
-  const n = name === undefined ? {} : { name };
-  switch (kind) {
-    case "token-bucket":
-      return tokenBucket({ capacity: limit, refillRate: limit / 3600, ...n });
-    case "fixed-window":
-      return fixedWindow({ limit, window: "1h", ...n });
-    case "sliding-window":
-      return slidingWindow({ limit, window: "1h", ...n });
-    case "sliding-log":
-      return slidingLog({ limit, window: "1h", ...n });
-  }
+  return example(kind, limit, 3_600_000, name);
 }
 
 /** A window policy of `kind` with `limit` per `windowMs`, or a token bucket refilling `limit` per `windowMs`. */
 export function windowed(kind: PolicyKind, limit: number, windowMs: number, name?: string): Policy {
-  const n = name === undefined ? {} : { name };
-  switch (kind) {
-    case "token-bucket":
-      return tokenBucket({ capacity: limit, refillRate: (limit * 1000) / windowMs, ...n });
-    case "fixed-window":
-      return fixedWindow({ limit, window: windowMs, ...n });
-    case "sliding-window":
-      return slidingWindow({ limit, window: windowMs, ...n });
-    case "sliding-log":
-      return slidingLog({ limit, window: windowMs, ...n });
-  }
+  return example(kind, limit, windowMs, name);
 }
 
-/** Longest TTL a key of this policy may need after a charge at any time: its window (× 2 for the sliding counter). */
+/** Longest TTL a key of this policy may need after a charge at any time. */
 function maxTtlMs(policy: Policy): number {
-  return policy.kind === "sliding-window" ? 2 * policy.windowMs : policy.windowMs;
+  return retentionMs(policy);
 }
 
 export function storeContract(name: string, setup: () => Promise<StoreHarness>): void {
@@ -113,8 +94,8 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         expect(denied.allowed).toBe(false);
         expect(denied.remaining).toBe(0);
         expect(denied.retryAfterMs).toBeGreaterThan(0);
-        // Up to two windows for the sliding counter (its current count weighs on the next window).
-        expect(denied.retryAfterMs).toBeLessThanOrEqual(kind === "sliding-window" ? 7_200_000 : 3_600_000);
+        // Never beyond the time the state matters (two windows for the sliding counter, whose current count weighs on the next window).
+        expect(denied.retryAfterMs).toBeLessThanOrEqual(maxTtlMs(hourly(kind, 5)));
         // Another identifier is untouched.
         expect((await limiter.limit("bobby")).remaining).toBe(4);
       });
@@ -297,6 +278,16 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
     });
 
     describe("several policies", () => {
+      it("one of every kind: admitted together, denied together", async () => {
+        const policies = KINDS.map((kind, i) => hourly(kind, 3 + i, `k${i}`));
+        const limiter = createRateLimiter({ policy: policies, store: server, prefix: uniquePrefix() });
+        for (let n = 0; n < 3; n++) expect((await limiter.limit("all")).allowed).toBe(true);
+        const denied = await limiter.limit("all");
+        expect(denied.allowed).toBe(false);
+        expect(denied.policy).toBe("k0");
+        expect((await limiter.peek("all")).policies.map((p) => p.remaining)).toEqual(KINDS.map((_, i) => i));
+      });
+
       it("are checked atomically: a denial charges none of them", async () => {
         const prefix = uniquePrefix();
         const policies = [hourly("token-bucket", 3, "burst"), hourly("fixed-window", 10, "hourly"), hourly("sliding-log", 10, "log"), hourly("sliding-window", 10, "sw")];

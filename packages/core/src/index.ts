@@ -18,11 +18,12 @@ export {
   type TokenBucketOptions,
   type WindowPolicyOptions,
 } from "./policies.ts";
-export type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
-export { memoryStore, type MemoryStore, type MemoryStoreOptions } from "./memory-store.ts";
-export { upstashStore, type UpstashRedisLike, type UpstashStoreOptions } from "./redis/upstash-store.ts";
-export { redisStore, type IORedisLike, type NodeRedisLike, type RedisStoreOptions } from "./redis/redis-store.ts";
-export type { RedisScriptStore, ScriptStoreOptions } from "./redis/script-store.ts";
+export type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+export { memoryStore, type MemoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
+export { evaluateState, type EvaluateMode, type KeyState, type StateEvaluation } from "./stores/state.ts";
+export { upstashStore, type UpstashRedisLike, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
+export { redisStore, type IORedisLike, type NodeRedisLike, type RedisStoreOptions } from "./stores/redis/redis-store.ts";
+export type { RedisScriptStore, ScriptStoreOptions } from "./stores/redis/script-store.ts";
 export {
   createRateLimiter,
   type Decision,

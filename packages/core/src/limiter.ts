@@ -1,8 +1,8 @@
-import { FIELDS_PER_POLICY, NEVER } from "./algorithms.ts";
+import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
-import { memoryStore } from "./memory-store.ts";
+import { memoryStore } from "./stores/memory-store.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
-import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
 import { CLOCK_ACCEPTED, isFunction, isStore, parseOptions, prefixOf, STORE_ACCEPTED, type OptionSpecs } from "./validation.ts";
 
 /** One policy's figures within a {@link Decision}. */

@@ -1,7 +1,7 @@
 import type { FloodgateError } from "../errors.ts";
 import type { RateLimiter } from "../limiter.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
-import type { RateLimitStore } from "../store.ts";
+import type { RateLimitStore } from "../stores/store.ts";
 import {
   arrayOf,
   choice,

@@ -1,5 +1,5 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import { memoryStore } from "../memory-store.ts";
+import { memoryStore } from "../stores/memory-store.ts";
 import { createClientIpResolver } from "./client-ip.ts";
 import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";

@@ -1,7 +1,7 @@
 import { FloodgateError } from "../errors.ts";
 import { createRateLimiter, type RateLimiter } from "../limiter.ts";
 import { isPolicy, type Policy } from "../policies.ts";
-import type { RateLimitStore } from "../store.ts";
+import type { RateLimitStore } from "../stores/store.ts";
 import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
 import { invalidHttpOption, RULE_ACCEPTED, WHERE, type CostFunction, type HttpRateLimitOptions, type KeyFunction, type Rule, type RuleOptions } from "./options.ts";
 import { GuardedLimiter, type CircuitBreaker, type StoreFailurePolicy } from "./store-guard.ts";

@@ -1,7 +1,7 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import { createRateLimiter, type Decision, type RateLimiter } from "../limiter.ts";
-import { memoryStore } from "../memory-store.ts";
-import type { RateLimitStore } from "../store.ts";
+import { memoryStore } from "../stores/memory-store.ts";
+import type { RateLimitStore } from "../stores/store.ts";
 import type { HookCaller } from "./hooks.ts";
 import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
 

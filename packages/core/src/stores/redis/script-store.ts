@@ -1,9 +1,10 @@
-import { FIELDS_PER_POLICY, intervalUs, toMicros } from "../algorithms.ts";
-import { describeValue, FloodgateError } from "../errors.ts";
+import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
+import { ALGORITHMS } from "../../algorithms/registry.ts";
+import { describeValue, FloodgateError } from "../../errors.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "../store.ts";
-import { isBoolean, oneOf, whole, type OptionSpecs } from "../validation.ts";
+import { isBoolean, oneOf, whole, type OptionSpecs } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
-import { KIND_CODE, luaScripts, type LuaScript } from "./lua.ts";
+import { luaScripts, type LuaScript } from "./lua.ts";
 
 /** Options shared by {@link upstashStore} and {@link redisStore}. */
 export interface ScriptStoreOptions {
@@ -49,9 +50,6 @@ export const SCRIPT_STORE_OPTIONS: OptionSpecs = {
   denyCacheMaxKeys: [/* @__PURE__ */ whole(1, 10_000_000), "a whole number from 1 to 10000000 (default 10000)"],
 };
 
-/** Fixed-window counts are packed with a 20-bit window index into one exact double. */
-const MAX_FIXED_WINDOW_LIMIT = 4_294_967_296; // 2 ** 32, a literal so that bundles without it drop it
-
 type Op = "consume" | "peek" | "refund";
 
 /** Everything about a policy set a call needs, computed once per set. */
@@ -69,7 +67,7 @@ interface Prepared {
 
 const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
 
-// Chosen once; `@__PURE__` lets bundles without a Redis store drop it.
+// Chosen once.
 const monotonic: () => number = /* @__PURE__ */ (() =>
   typeof globalThis.performance?.now === "function" ? () => globalThis.performance.now() : () => Date.now())();
 
@@ -208,14 +206,15 @@ export class ScriptStore implements RedisScriptStore {
     const tail: string[] = [];
     const multi = set.policies.length > 1;
     for (const p of set.policies) {
-      if (p.kind === "fixed-window" && p.limit > MAX_FIXED_WINDOW_LIMIT) {
+      const lua = ALGORITHMS[p.kind].lua;
+      if (lua.maxLimit !== undefined && p.limit > lua.maxLimit) {
         throw new FloodgateError(
           "INVALID_ARGUMENT",
-          `${this.name} store: fixed window "${p.name}" has limit ${p.limit}; Redis stores accept fixed-window limits up to ${MAX_FIXED_WINDOW_LIMIT}.`,
+          `${this.name} store: ${p.kind.replace(/-/g, " ")} "${p.name}" has limit ${p.limit}; Redis stores accept ${p.kind} limits up to ${lua.maxLimit}.`,
         );
       }
-      if (multi) tail.push(KIND_CODE[p.kind]);
-      tail.push(String(p.limit), String(p.kind === "token-bucket" ? intervalUs(p) : p.windowMs));
+      if (multi) tail.push(lua.code);
+      tail.push(String(p.limit), String(lua.parameter(p)));
     }
     const scripts = luaScripts();
     const prepared: Prepared = Object.freeze({

@@ -1,8 +1,8 @@
-import { algorithmOf, FIELDS_PER_POLICY, toMicros, type Algorithm } from "./algorithms.ts";
-import { FloodgateError } from "./errors.ts";
-import type { Policy } from "./policies.ts";
+import { algorithmOf, FIELDS_PER_POLICY, toMicros, type Algorithm } from "../algorithms/algorithm.ts";
+import { FloodgateError } from "../errors.ts";
+import type { Policy } from "../policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
-import { parseOptions, range, type OptionSpecs } from "./validation.ts";
+import { parseOptions, range, type OptionSpecs } from "../validation.ts";
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -40,9 +40,9 @@ class Layout {
   declare readonly width: number;
   declare readonly offsets: number[];
   declare readonly algorithms: Algorithm[];
-  /** Offsets (within a slot) that hold a sliding log's reference. */
+  /** Offsets (within a slot) that hold a log's reference. */
   declare readonly logOffsets: number[];
-  /** Per policy: whether it keeps a sliding log (only those look one up). */
+  /** Per policy: whether its algorithm keeps a log (only those look one up). */
   declare readonly keepsLog: boolean[];
   declare data: Float64Array;
   capacity = 16;
@@ -63,8 +63,8 @@ class Layout {
       const algorithm = algorithmOf(policy);
       this.offsets.push(width);
       this.algorithms.push(algorithm);
-      this.keepsLog.push(policy.kind === "sliding-log");
-      if (policy.kind === "sliding-log") this.logOffsets.push(width);
+      this.keepsLog.push(algorithm.keepsLog);
+      if (algorithm.keepsLog) this.logOffsets.push(width);
       width += algorithm.width;
     }
     this.width = width;
@@ -216,7 +216,7 @@ class MemoryStoreImpl implements MemoryStore {
     let logs: (number[] | undefined)[] | undefined;
     if (ref === undefined) {
       data.fill(0);
-      // A new sliding log: an empty ring (its head and count, 0, are in the blank slot).
+      // A new log: an empty array (the rest of its state is the blank slot's zeros).
       if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps) => (keeps ? [] : undefined));
     } else {
       data = layout.data;

@@ -1,4 +1,4 @@
-import { FIELDS_PER_POLICY, NEVER } from "../algorithms.ts";
+import { FIELDS_PER_POLICY, NEVER } from "../../algorithms/algorithm.ts";
 import type { StoreResult } from "../store.ts";
 
 interface Denial {

@@ -1,4 +1,4 @@
-import { hasMethods, parseOptions, type OptionSpecs } from "../validation.ts";
+import { hasMethods, parseOptions, type OptionSpecs } from "../../validation.ts";
 import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptStoreOptions } from "./script-store.ts";
 
 /**
@@ -17,7 +17,7 @@ export interface UpstashStoreOptions extends ScriptStoreOptions {
   redis: UpstashRedisLike;
 }
 
-// Built on first use: a spread at import time would keep it in bundles that never call upstashStore().
+// Built on first use.
 let OPTIONS: OptionSpecs | undefined;
 
 /**

@@ -1,4 +1,4 @@
-import { hasMethods, parseOptions, type OptionSpecs } from "../validation.ts";
+import { hasMethods, parseOptions, type OptionSpecs } from "../../validation.ts";
 import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
 
 /** The part of an ioredis client (`Redis` or `Cluster`) the store uses. */
@@ -22,7 +22,7 @@ export interface RedisStoreOptions extends ScriptStoreOptions {
 }
 
 const isNodeRedis = /* @__PURE__ */ hasMethods("evalSha", "eval", "del");
-// Built on first use: a spread at import time would keep it in bundles that never call redisStore().
+// Built on first use.
 let OPTIONS: OptionSpecs | undefined;
 
 /**

@@ -1,4 +1,4 @@
-import type { Policy } from "./policies.ts";
+import type { Policy } from "../policies.ts";
 
 /** A value or a promise of it: the memory store answers synchronously, Redis stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -24,7 +24,8 @@ export type StoreResult = readonly number[];
 /**
  * The one store contract. A store evaluates every policy of a set for one key in ONE atomic step:
  * when all admit `cost`, all are charged; when any denies, none is. Implementations: the memory
- * store, the Upstash (HTTP) store and the TCP Redis store, all held to one contract test suite.
+ * store, the Upstash (HTTP) store and the TCP Redis store, all held to one contract test suite;
+ * a store on a database with compare-and-set builds on `evaluateState` (docs/writing-a-store.md).
  */
 export interface RateLimitStore {
   /** Short name for logs and errors, e.g. `"memory"`, `"upstash"`, `"redis"`. */

@@ -1,0 +1,119 @@
+import type { Policy } from "../policies.ts";
+
+/*
+ * What every algorithm is made of. Each kind lives in one file of this folder (its policy
+ * factory, its TypeScript `apply`/`refund`, its Lua fragments, its documented figures) and is
+ * listed once in registry.ts.
+ *
+ * The TypeScript side is the specification the Redis Lua scripts mirror operation for operation:
+ * every time is an integer number of microseconds and every quantity an integer, so doubles
+ * compute them exactly in JavaScript and in Lua alike and every store reaches identical decisions.
+ *
+ * A decision writes four numbers per policy into `out` at `i`:
+ *   out[i]     1 when this policy alone would admit `cost`, else 0
+ *   out[i + 1] remaining (after consuming, when charged; else as things stand)
+ *   out[i + 2] resetAt, epoch ms
+ *   out[i + 3] retryAfterMs: 0 when admitted, NEVER (-1) when `cost` exceeds the limit
+ */
+
+/** `retryAfterMs` sentinel in store results: the cost exceeds the policy's limit. */
+export const NEVER = -1;
+
+/** The outcome of one policy in a store result: four numbers per policy after the leading flag. */
+export const FIELDS_PER_POLICY = 4;
+
+/**
+ * The part of an algorithm a policy carries (under {@link ALGORITHM}) and the TypeScript stores
+ * run: its state layout and its two operations. A key's state for one policy is `width` numbers
+ * of a Float64Array starting at `o`, plus, when `keepsLog` is set, one growable array of numbers.
+ */
+export interface Algorithm {
+  /** Numbers of state per key (the first is the log's reference when the algorithm keeps a log). */
+  readonly width: number;
+  /** Whether the state includes an array of timestamps (the stores hand it to `apply`/`refund` as `log`). */
+  readonly keepsLog: boolean;
+  /**
+   * Decides whether `cost` fits, writes this policy's four figures at `out[i]` and, when it fits
+   * and `charge` is set, applies it (the figures are then those after consuming). Returns the
+   * state's expiry in µs, meaningful once charged. A denial never changes what the state means
+   * (it may tidy it, as the sliding log drops entries that have left the window).
+   */
+  apply(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number, charge: boolean): number;
+  /** Gives back up to `cost` units, never below an empty state; returns the expiry in µs. */
+  refund(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number): number;
+  /**
+   * Whether a state read from outside (a store's serialized value) is one this algorithm can
+   * have written: `apply` and `refund` may assume it. Every number is already known to be finite.
+   */
+  accepts(s: Float64Array, o: number, log: number[] | undefined): boolean;
+}
+
+/** The three Lua fragments of a kind: decide (sets ok, a..e), commit (reads a..e), refund. See stores/redis/lua.ts. */
+export interface LuaFragments {
+  readonly eval: string;
+  readonly commit: string;
+  readonly refund: string;
+}
+
+/** The Redis side of an algorithm. */
+export interface LuaAlgorithm {
+  /** One letter, unique among the kinds: the multi-policy script dispatches on it. */
+  readonly code: string;
+  readonly fragments: LuaFragments;
+  /** The number the script receives as P besides the limit (an integer). */
+  parameter(p: Policy): number;
+  /** Largest limit the Redis state represents exactly, when below the policy factory's own bound. */
+  readonly maxLimit?: number;
+}
+
+/** The figures the docs show for a kind (the algorithm table of the root README). */
+export interface AlgorithmDocs {
+  /** The factory call as the table shows it, e.g. `tokenBucket({ capacity, refillRate })`. */
+  readonly call: string;
+  readonly statePerKey: string;
+  readonly guarantee: string;
+  /** What `resetAt` means for this kind. */
+  readonly resetAt: string;
+}
+
+/**
+ * One kind of policy as registry.ts lists it: what the Redis stores, the docs and the tests read
+ * about it. It names its factory rather than holding it, and leaves the TypeScript `apply` and
+ * `refund` to the policy (under {@link ALGORITHM}): the Redis stores import the registry, and a
+ * bundle should carry only the factories it imports.
+ */
+export interface AlgorithmDefinition<K extends string = string> {
+  readonly kind: K;
+  /** The policy factory's name, as the package exports it, e.g. `"tokenBucket"`. */
+  readonly factoryName: string;
+  readonly lua: LuaAlgorithm;
+  readonly docs: AlgorithmDocs;
+  /**
+   * Options of the factory for a policy admitting `limit` per `windowMs` (a bucket of `limit`
+   * refilled over `windowMs`), named `name` when given: for tests, demos and docs.
+   */
+  exampleOptions(limit: number, windowMs: number, name?: string): object;
+  /** The longest a key's state matters after the last charge: the most a store's TTL for it needs to be. */
+  retentionMs(p: Policy): number;
+}
+
+/** Milliseconds, rounded up, of a µs time or duration. */
+export const ceilMs = (us: number): number => Math.ceil(us / 1000);
+
+/**
+ * Where a policy keeps its algorithm: the policy factories set it, the memory store reads it. A
+ * bundle then carries only the algorithms whose factories it imports. A registered symbol, so two
+ * copies of this package in one program (its ESM and CJS builds, or a bundled and an installed
+ * copy) accept each other's policies.
+ */
+export const ALGORITHM: unique symbol = /* @__PURE__ */ Symbol.for("floodgate.alg");
+
+/** The algorithm of a policy built by a policy factory. */
+export function algorithmOf(policy: Policy): Algorithm {
+  return (policy as Policy & { readonly [ALGORITHM]: Algorithm })[ALGORITHM];
+}
+
+/** Converts an epoch-ms clock reading into the integer µs the algorithms use. */
+export function toMicros(nowMs: number): number {
+  return Math.floor(nowMs * 1000);
+}

@@ -1,0 +1,23 @@
+import type { AlgorithmDefinition } from "./algorithm.ts";
+import { FIXED_WINDOW_DEFINITION } from "./fixed-window.ts";
+import { SLIDING_LOG_DEFINITION } from "./sliding-log.ts";
+import { SLIDING_WINDOW_DEFINITION } from "./sliding-window.ts";
+import { TOKEN_BUCKET_DEFINITION } from "./token-bucket.ts";
+
+/**
+ * Every kind of policy, by kind. Adding one is a file in this folder and a line here (see
+ * docs/adding-an-algorithm.md). The Redis scripts and their dispatch are assembled from this
+ * list in this order; the memory store never reads it (a policy carries its own algorithm).
+ */
+export const ALGORITHMS = {
+  "token-bucket": TOKEN_BUCKET_DEFINITION,
+  "fixed-window": FIXED_WINDOW_DEFINITION,
+  "sliding-window": SLIDING_WINDOW_DEFINITION,
+  "sliding-log": SLIDING_LOG_DEFINITION,
+} as const satisfies { readonly [K in string]: AlgorithmDefinition<K> };
+
+/** The kinds of policy Floodgate implements. */
+export type PolicyKind = keyof typeof ALGORITHMS;
+
+/** The kinds, in the registry's order. */
+export const POLICY_KINDS = /* @__PURE__ */ Object.keys(ALGORITHMS) as PolicyKind[];

@@ -1,0 +1,186 @@
+import type { Policy } from "../policies.ts";
+import { ceilMs, NEVER, type Algorithm, type AlgorithmDefinition, type LuaAlgorithm } from "./algorithm.ts";
+import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
+
+/**
+ * Sliding log: one µs timestamp per admitted cost unit, oldest first, kept in a ring so that
+ * entries leaving the window are dropped by moving the head, never by shifting the array. The
+ * state is [log reference (the store's), head, count]; the log's length is the ring's
+ * capacity and entry k (0 = oldest) sits at (head + k) mod capacity. The ring grows, doubling and
+ * never beyond the limit, only when an admission does not fit.
+ */
+export const SLIDING_LOG: Algorithm = {
+  width: 3,
+  keepsLog: true,
+  apply(p, s, o, log, now, cost, out, i, charge) {
+    const entries = log!;
+    const size = p.windowMs * 1000;
+    const limit = p.limit;
+    const capacity = entries.length;
+    let head = s[o + 1]!;
+    let count = s[o + 2]!;
+    // Entries only grow, so a later `at` never lands before the newest one (clock steps back).
+    const at = count > 0 ? Math.max(now, entries[ringIndex(head, count - 1, capacity)]!) : now;
+    // Drop the entries that have left the window ending at `at` (on every call, as the Lua does).
+    while (count > 0 && entries[head]! <= at - size) {
+      head = head + 1 === capacity ? 0 : head + 1;
+      count--;
+    }
+    s[o + 1] = head;
+    s[o + 2] = count;
+    if (count + cost <= limit) {
+      out[i] = 1;
+      out[i + 3] = 0;
+      if (charge) {
+        if (count + cost > capacity) {
+          growRing(entries, head, Math.min(limit, Math.max(count + cost, 2 * capacity, GROWN_RING)));
+          s[o + 1] = head = 0;
+        }
+        for (let k = 0; k < cost; k++) entries[ringIndex(head, count + k, entries.length)] = at;
+        s[o + 2] = count + cost;
+        out[i + 1] = limit - count - cost;
+        out[i + 2] = ceilMs(at + size);
+        return at + size;
+      }
+    } else {
+      out[i] = 0;
+      out[i + 3] = cost > limit ? NEVER : ceilMs(entries[ringIndex(head, count + cost - limit - 1, capacity)]! + size - now);
+    }
+    out[i + 1] = Math.max(0, limit - count);
+    out[i + 2] = count > 0 ? ceilMs(entries[ringIndex(head, count - 1, capacity)]! + size) : ceilMs(now);
+    return at + size;
+  },
+  refund(p, s, o, log, _now, cost) {
+    // The newest entries go first.
+    const count = Math.max(0, s[o + 2]! - cost);
+    s[o + 2] = count;
+    return count > 0 ? log![ringIndex(s[o + 1]!, count - 1, log!.length)]! + p.windowMs * 1000 : 0;
+  },
+  accepts(s, o, log) {
+    const head = s[o + 1]!;
+    const count = s[o + 2]!;
+    const capacity = log!.length;
+    if (!Number.isInteger(head) || !Number.isInteger(count) || count < 0 || count > capacity) return false;
+    if (capacity === 0) return head === 0;
+    if (head < 0 || head >= capacity) return false;
+    // Oldest first: the window's drop loop and the retry time rely on it.
+    for (let k = 1; k < count; k++) if (log![ringIndex(head, k, capacity)]! < log![ringIndex(head, k - 1, capacity)]!) return false;
+    return true;
+  },
+};
+
+/**
+ * Smallest capacity of a grown ring: the first push into an empty array makes V8 reserve 17 slots
+ * anyway, so growing to 16 at once costs no memory and spares a key with a handful of entries a
+ * growth per admission (a growth rotates and pushes: ~1,000 instructions).
+ */
+const GROWN_RING = 16;
+
+/** Where entry `k` (0 = oldest) of a ring starting at `head` sits; `k` is below the capacity. */
+function ringIndex(head: number, k: number, capacity: number): number {
+  return head + k < capacity ? head + k : head + k - capacity;
+}
+
+/**
+ * Rotates a ring so that its oldest entry (at `head`) comes first, then extends it to `capacity`
+ * slots. In place: the store holds the array. Only when an admission does not fit.
+ */
+function growRing(entries: number[], head: number, capacity: number): void {
+  if (head > 0) for (const entry of entries.splice(0, head)) entries.push(entry);
+  while (entries.length < capacity) entries.push(0);
+}
+
+/**
+ * A sliding log: one timestamp per admitted request (per cost unit); exact — never more than
+ * `limit` in any window-long interval — at a memory cost proportional to `limit`. `resetAt` is
+ * when the newest logged request leaves the window.
+ *
+ * @example
+ * const login = slidingLog({ limit: 5, window: "1m" });
+ */
+export function slidingLog(options: WindowPolicyOptions): Policy {
+  return windowPolicy("sliding-log", SLIDING_LOG, "slidingLog()", options);
+}
+
+/**
+ * Sliding log in Lua. Redis state: a list of µs timestamps, oldest first. Parameter: window ms.
+ * Carried from eval to commit: a = at, b = count.
+ */
+const SLIDING_LOG_LUA: LuaAlgorithm = {
+  code: "l",
+  parameter: (p) => p.windowMs,
+  fragments: {
+    eval: `local size, last = P * 1000, redis.pcall("LINDEX", k, "-1")
+if type(last) == "table" then
+  redis.call("DEL", k)
+  last = nil
+else
+  last = tonumber(last)
+end
+local at, count = now, 0
+if last then
+  if last > now then at = last end
+  local cutoff = at - size
+  if last <= cutoff then
+    redis.call("DEL", k)
+  else
+    local first = tonumber(redis.call("LINDEX", k, "0"))
+    while first <= cutoff do
+      redis.call("LPOP", k)
+      first = tonumber(redis.call("LINDEX", k, "0"))
+    end
+    count = redis.call("LLEN", k)
+  end
+end
+ok = count + cost <= L
+out[i], out[i + 1] = ok and 1 or 0, max(0, L - count)
+if count > 0 then out[i + 2] = ceil((last + size) / 1000) else out[i + 2] = ceil(now / 1000) end
+if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else
+  out[i + 3] = ceil((tonumber(redis.call("LINDEX", k, fmt("%d", count + cost - L - 1))) + size - now) / 1000)
+end
+a, b = at, count
+`,
+    commit: `local v = fmt("%d", a)
+if cost == 1 then
+  redis.call("RPUSH", k, v)
+else
+  local batch, left = {}, cost
+  for n = 1, math.min(cost, 512) do batch[n] = v end
+  while left > 0 do
+    if left < #batch then
+      for n = left + 1, #batch do batch[n] = nil end
+    end
+    redis.call("RPUSH", k, unpack(batch))
+    left = left - #batch
+  end
+end
+redis.call("PEXPIRE", k, fmt("%d", max(1, ceil((a + P * 1000 - now) / 1000))))
+out[i + 1], out[i + 2] = L - (b + cost), ceil((a + P * 1000) / 1000)
+`,
+    refund: `local n = redis.pcall("LLEN", k)
+if type(n) == "number" and n > 0 then
+  if cost >= n then
+    redis.call("DEL", k)
+  else
+    redis.call("LTRIM", k, "0", fmt("%d", n - cost - 1))
+    local x = tonumber(redis.call("LINDEX", k, "-1")) + P * 1000 - now
+    if x <= 0 then redis.call("DEL", k) else redis.call("PEXPIRE", k, fmt("%d", max(1, ceil(x / 1000)))) end
+  end
+end
+`,
+  },
+};
+
+export const SLIDING_LOG_DEFINITION: AlgorithmDefinition<"sliding-log"> = {
+  kind: "sliding-log",
+  factoryName: "slidingLog",
+  lua: SLIDING_LOG_LUA,
+  docs: {
+    call: "slidingLog({ limit, window })",
+    statePerKey: "one timestamp per admitted unit",
+    guarantee: "at most `limit` in any window-long interval, exactly",
+    resetAt: "when the newest entry leaves the window",
+  },
+  exampleOptions: windowExample,
+  retentionMs: (p) => p.windowMs,
+};

@@ -1,0 +1,142 @@
+import { FloodgateError } from "../errors.ts";
+import type { Policy } from "../policies.ts";
+import { parseOptions, type OptionSpecs } from "../validation.ts";
+import { ALGORITHM, ceilMs, NEVER, type Algorithm, type AlgorithmDefinition, type LuaAlgorithm } from "./algorithm.ts";
+import { LIMIT, NAME } from "./window-options.ts";
+
+/**
+ * Most µs a token bucket takes to refill from empty (capacity × µs per token, ~71 years): keeps
+ * the arrival time, now + up to twice that, an exact integer in doubles (and in Redis's Lua).
+ */
+export const MAX_BUCKET_US = 2_251_799_813_685_248; // 2 ** 51
+
+const TOKEN_BUCKET_OPTIONS: OptionSpecs = {
+  capacity: LIMIT,
+  refillRate: [(v) => typeof v === "number" && v > 0 && v <= 1_000_000, "tokens per second: a finite number > 0 and <= 1000000", 1],
+  name: NAME,
+};
+
+/** Options of {@link tokenBucket}. */
+export interface TokenBucketOptions {
+  /** Maximum tokens the bucket holds: the largest burst admitted at once. */
+  capacity: number;
+  /** Tokens added per second, continuously (fractions allowed: `100 / 60` is 100 per minute). */
+  refillRate: number;
+  /** Policy name; default `"<capacity>-burst-<refillRate>-per-s"`. */
+  name?: string;
+}
+
+/** Microseconds per token of a token bucket, an exact integer. */
+export function intervalUs(p: Policy): number {
+  return Math.round(p.intervalMs * 1000);
+}
+
+/** Token bucket as GCRA: the state is the theoretical arrival time (µs) of the next request. */
+export const TOKEN_BUCKET: Algorithm = {
+  width: 1,
+  keepsLog: false,
+  apply(p, s, o, _log, now, cost, out, i, charge) {
+    const interval = intervalUs(p);
+    const limit = p.limit;
+    const tau = limit * interval;
+    const tat = Math.max(s[o]!, now);
+    const next = tat + cost * interval;
+    if (cost <= limit && next - now <= tau) {
+      out[i] = 1;
+      out[i + 3] = 0;
+      if (charge) {
+        s[o] = next;
+        out[i + 1] = Math.floor((tau - (next - now)) / interval);
+        out[i + 2] = ceilMs(next);
+        return next;
+      }
+    } else {
+      out[i] = 0;
+      out[i + 3] = cost > limit ? NEVER : ceilMs(next - tau - now);
+    }
+    // Negative only after the clock stepped back past the stored arrival time.
+    out[i + 1] = Math.max(0, Math.floor((tau - (tat - now)) / interval));
+    out[i + 2] = ceilMs(tat);
+    return next;
+  },
+  refund(p, s, o, _log, now, cost) {
+    const tat = s[o]!;
+    if (tat > now) s[o] = Math.max(now, tat - cost * intervalUs(p));
+    return s[o]!;
+  },
+  accepts: (s, o) => Number.isSafeInteger(s[o]),
+};
+
+/**
+ * A token bucket of `capacity` tokens refilled continuously at `refillRate` tokens per second
+ * (stored as one theoretical-arrival time, GCRA-style). Admits bursts up to `capacity`, then
+ * `refillRate` per second. `resetAt` is when the bucket is full again.
+ *
+ * @example
+ * const burst = tokenBucket({ capacity: 100, refillRate: 10 }); // 100 at once, then 10/s
+ */
+export function tokenBucket(options: TokenBucketOptions): Policy {
+  const o = parseOptions<TokenBucketOptions>(options, "tokenBucket()", TOKEN_BUCKET_OPTIONS);
+  const intervalUs = Math.max(1, Math.round(1_000_000 / o.refillRate));
+  if (o.capacity * intervalUs > MAX_BUCKET_US) {
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `tokenBucket(): \`capacity\` / \`refillRate\` is too large (${o.capacity} tokens at ${o.refillRate} per second); expected the time to refill from empty, capacity × ${intervalUs} µs per token, <= ${MAX_BUCKET_US} µs (about 71 years).`,
+    );
+  }
+  const intervalMs = intervalUs / 1000;
+  return Object.freeze({
+    kind: "token-bucket" as const,
+    name: o.name ?? `${o.capacity}-burst-${+o.refillRate.toFixed(6)}-per-s`,
+    limit: o.capacity,
+    windowMs: (o.capacity * intervalUs) / 1000,
+    refillRate: o.refillRate,
+    intervalMs,
+    [ALGORITHM]: TOKEN_BUCKET,
+  });
+}
+
+/**
+ * GCRA in Lua. Parameter: µs per token. Carried from eval to commit: a = new tat. Stored
+ * negated: every other kind's integer is >= 0, so none can pass for an arrival time (nor one for
+ * a fixed-window count) after a limiter changes kind under the same prefix.
+ * Redis state: the integer minus the theoretical arrival time (µs).
+ */
+const TOKEN_BUCKET_LUA: LuaAlgorithm = {
+  code: "t",
+  parameter: intervalUs,
+  fragments: {
+    eval: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
+if tat < now then tat = now end
+local tau, nxt = L * P, tat + cost * P
+ok = cost <= L and nxt - now <= tau
+out[i], out[i + 1], out[i + 2] = ok and 1 or 0, max(0, floor((tau - (tat - now)) / P)), ceil(tat / 1000)
+if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] = ceil((nxt - tau - now) / 1000) end
+a = nxt
+`,
+    commit: `redis.call("SET", k, fmt("%d", -a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
+out[i + 1], out[i + 2] = floor((L * P - (a - now)) / P), ceil(a / 1000)
+`,
+    refund: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
+if tat > now then
+  tat = max(now, tat - cost * P)
+  redis.call("SET", k, fmt("%d", -tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
+end
+`,
+  },
+};
+
+export const TOKEN_BUCKET_DEFINITION: AlgorithmDefinition<"token-bucket"> = {
+  kind: "token-bucket",
+  factoryName: "tokenBucket",
+  lua: TOKEN_BUCKET_LUA,
+  docs: {
+    call: "tokenBucket({ capacity, refillRate })",
+    statePerKey: "one number (GCRA)",
+    guarantee: "bursts up to `capacity`, then `refillRate` per second; at most `capacity + refillRate × Δt` over any interval",
+    resetAt: "when the bucket is full again",
+  },
+  exampleOptions: (limit, windowMs, name): TokenBucketOptions =>
+    name === undefined ? { capacity: limit, refillRate: (limit * 1000) / windowMs } : { capacity: limit, refillRate: (limit * 1000) / windowMs, name },
+  retentionMs: (p) => Math.ceil(p.windowMs),
+};

@@ -1,0 +1,52 @@
+import { DURATION_ACCEPTED, durationMs, formatDuration, type Duration } from "../duration.ts";
+import { FloodgateError } from "../errors.ts";
+import type { Policy } from "../policies.ts";
+import { parseOptions, whole, type OptionSpec, type OptionSpecs } from "../validation.ts";
+import { ALGORITHM, type Algorithm } from "./algorithm.ts";
+
+/** Keeps the window arithmetic (limit × window, in ms and µs) exact in doubles (and in Redis's Lua). */
+export const MAX_LIMIT_TIMES_WINDOW = 1_125_899_906_842_624; // 2 ** 50
+
+export const LIMIT: OptionSpec = [/* @__PURE__ */ whole(1), "a whole number >= 1", 1];
+export const NAME: OptionSpec = [(v) => typeof v === "string" && /^[A-Za-z0-9._:/-]{1,64}$/.test(v), "1 to 64 characters from A-Z a-z 0-9 . _ : / -"];
+
+const WINDOW_POLICY_OPTIONS: OptionSpecs = {
+  limit: LIMIT,
+  window: [(v) => durationMs(v) !== undefined, DURATION_ACCEPTED, 1],
+  name: NAME,
+};
+
+/** Options of the window policies. */
+export interface WindowPolicyOptions {
+  /** Requests (cost units) admitted per window. */
+  limit: number;
+  /** Window length: milliseconds or a string such as `"10s"`, `"1m"`. */
+  window: Duration;
+  /** Policy name; default `"<limit>-per-<window>"`, e.g. `"100-per-1m"`. */
+  name?: string;
+}
+
+/** Validates the options of a window kind and builds its policy. */
+export function windowPolicy(kind: Policy["kind"], algorithm: Algorithm, where: string, options: WindowPolicyOptions): Policy {
+  const o = parseOptions<WindowPolicyOptions>(options, where, WINDOW_POLICY_OPTIONS);
+  const windowMs = durationMs(o.window)!;
+  if (o.limit * windowMs > MAX_LIMIT_TIMES_WINDOW) {
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `${where}: \`limit\` × \`window\` is too large (${o.limit} × ${windowMs} ms); expected limit × window in ms <= ${MAX_LIMIT_TIMES_WINDOW}.`,
+    );
+  }
+  return Object.freeze({
+    kind,
+    name: o.name ?? `${o.limit}-per-${formatDuration(windowMs)}`,
+    limit: o.limit,
+    windowMs,
+    refillRate: 0,
+    intervalMs: 0,
+    [ALGORITHM]: algorithm,
+  });
+}
+
+/** The options of a window policy admitting `limit` per `windowMs`, named `name` when given. */
+export const windowExample = (limit: number, windowMs: number, name?: string): WindowPolicyOptions =>
+  name === undefined ? { limit, window: windowMs } : { limit, window: windowMs, name };

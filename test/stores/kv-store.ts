@@ -1,0 +1,113 @@
+/**
+ * A complete store on a key-value database that cannot run scripts but offers compare-and-set
+ * (DynamoDB's conditional writes, etcd transactions, a SQL row with a version column...), built
+ * on `evaluateState`. The database here is `VersionedMap`, an
+ * in-process stand-in whose every operation is asynchronous, so concurrent callers interleave
+ * between read and write as they would over a network. docs/writing-a-store.md walks through it.
+ */
+import {
+  evaluateState,
+  FloodgateError,
+  type EvaluateMode,
+  type PolicySet,
+  type RateLimitStore,
+  type StoreResult,
+} from "../../packages/core/src/index.ts";
+
+/** What the store needs of the database: versioned reads and writes that succeed only if the version is unchanged. */
+export interface CompareAndSetKV {
+  /** The value and its version; `version` 0 when the key is absent. */
+  get(key: string): Promise<{ value: string | undefined; version: number }>;
+  /**
+   * Writes `value` (deletes the key when `undefined`) if the key's version is still `version`;
+   * resolves to false when another writer got there first. `expiresAtMs` may become a TTL.
+   */
+  setIf(key: string, version: number, value: string | undefined, expiresAtMs: number): Promise<boolean>;
+  delete(key: string): Promise<void>;
+}
+
+/** How many times one operation retries after losing a race before giving up. */
+const MAX_ATTEMPTS = 100;
+
+export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly conflicts: number } {
+  let conflicts = 0;
+  // One key per identifier in the limiter's namespace. The limiter's prefix has no `{` or `}`.
+  const keyOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
+
+  async function run(set: PolicySet, key: string, cost: number, nowMs: number, mode: EvaluateMode): Promise<StoreResult> {
+    const k = keyOf(set, key);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const { value, version } = await kv.get(k);
+      const evaluation = evaluateState(set, value === undefined ? undefined : parseJson(value), cost, nowMs, mode);
+      if (!evaluation.changed) return evaluation.result;
+      const next = evaluation.state === undefined ? undefined : JSON.stringify(evaluation.state);
+      if (await kv.setIf(k, version, next, evaluation.expiresAtMs)) return evaluation.result;
+      conflicts++; // another writer changed the key between our read and our write: decide again
+    }
+    throw new FloodgateError("STORE_ERROR", `kv store: ${mode} of "${key}" lost ${MAX_ATTEMPTS} races in a row; the key is too contended.`);
+  }
+
+  return {
+    name: "kv",
+    ownsClock: false,
+    get conflicts() {
+      return conflicts;
+    },
+    consume: (set, key, cost, nowMs) => run(set, key, cost, nowMs, "consume"),
+    peek: (set, key, nowMs) => run(set, key, 1, nowMs, "peek"),
+    refund: async (set, key, cost, nowMs) => {
+      await run(set, key, cost, nowMs, "refund");
+    },
+    reset: (set, key) => kv.delete(keyOf(set, key)),
+  };
+}
+
+/** A stored value that is not JSON (another program's, a truncated write) reads as no state. */
+function parseJson(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The stand-in database: a Map of (value, version), every call a promise that settles after a
+ * random number of microtask turns, so that reads and writes of concurrent callers interleave.
+ * It ignores `expiresAtMs` (the contract drives time through injected clocks); a real database
+ * would take it as the key's TTL.
+ */
+export class VersionedMap implements CompareAndSetKV {
+  readonly #entries = new Map<string, { value: string; version: number }>();
+  #nextVersion = 1;
+
+  async get(key: string): Promise<{ value: string | undefined; version: number }> {
+    await latency();
+    const entry = this.#entries.get(key);
+    return entry === undefined ? { value: undefined, version: 0 } : { value: entry.value, version: entry.version };
+  }
+
+  async setIf(key: string, version: number, value: string | undefined, _expiresAtMs: number): Promise<boolean> {
+    await latency();
+    // From here to the write nothing awaits: the check and the write are one atomic step.
+    if ((this.#entries.get(key)?.version ?? 0) !== version) return false;
+    if (value === undefined) this.#entries.delete(key);
+    else this.#entries.set(key, { value, version: this.#nextVersion++ });
+    return true;
+  }
+
+  async delete(key: string): Promise<void> {
+    await latency();
+    this.#entries.delete(key);
+  }
+
+  /** Writes a raw value, as another program sharing the database might. */
+  put(key: string, value: string): void {
+    this.#entries.set(key, { value, version: this.#nextVersion++ });
+  }
+}
+
+async function latency(): Promise<void> {
+  const turns = Math.floor(Math.random() * 4);
+  for (let i = 0; i < turns; i++) await Promise.resolve();
+}
