@@ -11,7 +11,7 @@
  *   UPSTASH_LOCAL_TOKEN       bearer token (default: random)
  */
 import { startRedis, type RedisInstance } from "../test/support/redis-server.ts";
-import { startUpstashBridge, type RedisEndpoint, type UpstashBridge } from "../test/support/upstash-bridge.ts";
+import { startUpstashBridge, type RedisEndpoint, type UpstashBridge } from "../packages/upstash-local/src/upstash-bridge.ts";
 
 function endpointFromUrl(raw: string): RedisEndpoint {
   const url = new URL(raw);
