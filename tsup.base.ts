@@ -4,7 +4,7 @@ import { defineConfig, type Options } from "tsup";
  * Every package builds the same way: ESM + CJS + type declarations from `src/index.ts`.
  * tsup keeps a package's `dependencies` and `peerDependencies` external and inlines the rest.
  */
-export function packageBuild(platform: NonNullable<Options["platform"]>): ReturnType<typeof defineConfig> {
+export function packageBuild(platform: NonNullable<Options["platform"]>, overrides: Options = {}): ReturnType<typeof defineConfig> {
   return defineConfig({
     entry: ["src/index.ts"],
     format: ["esm", "cjs"],
@@ -14,5 +14,6 @@ export function packageBuild(platform: NonNullable<Options["platform"]>): Return
     platform,
     sourcemap: false,
     tsconfig: "tsconfig.json",
+    ...overrides,
   });
 }

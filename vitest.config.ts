@@ -11,6 +11,7 @@ export default defineConfig({
       "@floodgate/hono": source("hono"),
       "@floodgate/express": source("express"),
       "@floodgate/koa": source("koa"),
+      "@floodgate/upstash-local": source("upstash-local"),
     },
   },
   test: {

@@ -6,7 +6,7 @@ import http from "node:http";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
 import { connectResp, replyToText, type RespClient } from "../../packages/upstash-local/src/resp.ts";
-import { startUpstashBridge, type UpstashBridge } from "../../packages/upstash-local/src/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
 let redis: RedisInstance;
 let bridge: UpstashBridge;
