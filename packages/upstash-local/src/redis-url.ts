@@ -19,7 +19,7 @@ export function parseRedisUrl(raw: string): RedisEndpoint {
   }
   if (url.protocol !== "redis:") {
     throw new TypeError(
-      `The Redis URL must start with redis:// or unix:// (TLS, rediss://, is not supported), got ${url.protocol}//.`,
+      `The Redis URL must start with redis:// or unix:// (TLS, rediss://, is not supported), got "${raw}".`,
     );
   }
   const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : undefined;
