@@ -10,6 +10,7 @@ import { defineConfig, type Options } from "tsup";
 export function packageBuild(
   platform: NonNullable<Options["platform"]>,
   entry: Record<string, string> = { index: "src/index.ts" },
+  overrides: Options = {},
 ): ReturnType<typeof defineConfig> {
   return defineConfig({
     entry,
@@ -21,5 +22,6 @@ export function packageBuild(
     platform,
     sourcemap: false,
     tsconfig: "tsconfig.json",
+    ...overrides,
   });
 }

@@ -13,6 +13,7 @@ export default defineConfig({
       { find: /^@floodgate\/hono$/, replacement: source("hono") },
       { find: /^@floodgate\/express$/, replacement: source("express") },
       { find: /^@floodgate\/koa$/, replacement: source("koa") },
+      { find: /^@floodgate\/upstash-local$/, replacement: source("upstash-local") },
     ],
   },
   test: {

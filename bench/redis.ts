@@ -34,7 +34,7 @@ import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createClient } from "redis";
 import { createRateLimiter, fixedWindow, redisStore, slidingLog, slidingWindow, tokenBucket, upstashStore } from "../packages/core/src/index.ts";
 import { freePort, startRedis } from "../test/support/redis-server.ts";
-import { startUpstashBridge } from "../test/support/upstash-bridge.ts";
+import { startUpstashBridge } from "../packages/upstash-local/src/index.ts";
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`);

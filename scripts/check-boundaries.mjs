@@ -4,7 +4,10 @@
 //   Node, Deno, Bun, workerd and in a browser);
 // - an adapter imports nothing of core but its entry for adapter authors, `@floodgate/core/http`
 //   (not the application entry `@floodgate/core`, no deep imports, no relative paths out of its
-//   own package), and core never imports an adapter.
+//   own package), and core never imports an adapter;
+// - a standalone tool (upstash-local) imports no Floodgate package at all;
+// - every package imports only Node built-ins, its own files and what its package.json declares
+//   in `dependencies` or `peerDependencies` (so its tarball works once installed).
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { join, relative, resolve } from "node:path";
@@ -13,6 +16,8 @@ const root = resolve(import.meta.dirname, "..");
 const ADAPTER_ENTRY = "@floodgate/core/http";
 const FRAMEWORKS = ["hono", "express", "koa", "@koa/router", "@hono/node-server"];
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+/** Packages that stand alone: they speak to users' apps, not through core. */
+const STANDALONE = new Set(["upstash-local"]);
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^"'`]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|require\(\s*["']([^"']+)["']\s*\)/g;
 
 function* sources(dir) {
@@ -23,17 +28,29 @@ function* sources(dir) {
   }
 }
 
-function imports(file) {
-  const text = readFileSync(file, "utf8");
+function imports(file, { code = false } = {}) {
+  let text = readFileSync(file, "utf8");
+  // Doc comments hold usage examples (`import { Redis } from "ioredis"`): real imports only.
+  if (code) text = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
   const found = [];
   for (const m of text.matchAll(IMPORT)) found.push(m[1] ?? m[2] ?? m[3]);
   return found;
 }
 
+/** "hono/jsx" → "hono", "@koa/router/x" → "@koa/router". */
+const packageName = (spec) => spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
+
 const problems = [];
 const packages = readdirSync(join(root, "packages"));
 for (const pkg of packages) {
   const src = join(root, "packages", pkg, "src");
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(join(root, "packages", pkg, "package.json"), "utf8"));
+  } catch {
+    continue;
+  }
+  const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
   let files;
   try {
     files = [...sources(src)];
@@ -41,12 +58,19 @@ for (const pkg of packages) {
     continue;
   }
   for (const file of files) {
+    for (const spec of imports(file, { code: true })) {
+      if (!spec.startsWith(".") && !NODE_BUILTINS.has(spec) && !spec.startsWith("node:") && !declared.has(packageName(spec))) {
+        problems.push(`${relative(root, file)} imports "${spec}": "${packageName(spec)}" is not in packages/${pkg}/package.json dependencies or peerDependencies`);
+      }
+    }
     for (const spec of imports(file)) {
       const where = `${relative(root, file)} imports "${spec}"`;
       if (pkg === "core") {
         if (NODE_BUILTINS.has(spec) || spec.startsWith("node:")) problems.push(`${where}: core must not import Node built-ins`);
         if (FRAMEWORKS.some((f) => spec === f || spec.startsWith(`${f}/`))) problems.push(`${where}: core must not import a framework`);
         if (spec.startsWith("@floodgate/")) problems.push(`${where}: core must not import an adapter`);
+      } else if (STANDALONE.has(pkg)) {
+        if (spec.startsWith("@floodgate/")) problems.push(`${where}: ${pkg} stands alone and imports no Floodgate package`);
       } else {
         if ((spec === "@floodgate/core" || spec.startsWith("@floodgate/core/")) && spec !== ADAPTER_ENTRY) {
           problems.push(`${where}: an adapter imports core only through "${ADAPTER_ENTRY}", the entry for adapter authors`);
@@ -54,6 +78,9 @@ for (const pkg of packages) {
         if (spec.startsWith(".") && !resolve(file, "..", spec).startsWith(join(root, "packages", pkg))) {
           problems.push(`${where}: adapters may not reach outside their package`);
         }
+      }
+      if (STANDALONE.has(pkg) && spec.startsWith(".") && !resolve(file, "..", spec).startsWith(join(root, "packages", pkg))) {
+        problems.push(`${where}: ${pkg} may not reach outside its package`);
       }
     }
   }

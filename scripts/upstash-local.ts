@@ -1,34 +1,18 @@
 /**
  * A local Upstash-compatible REST endpoint for development: `npm run upstash-local`.
  *
- * Starts a private redis-server (or uses REDIS_URL when set) and the bridge in front of it,
- * prints the two variables `Redis.fromEnv()` reads, and runs until Ctrl-C, then stops only what
- * it started.
+ * Starts a private redis-server (or uses REDIS_URL when set) and `@floodgate/upstash-local` in
+ * front of it, prints the two variables `Redis.fromEnv()` reads, and runs until Ctrl-C, then
+ * stops only what it started. (Against a redis-server of your own, the package's bin does the
+ * same: `npx @floodgate/upstash-local --redis redis://127.0.0.1:6379`.)
  *
  * Environment:
  *   REDIS_URL                 redis://[user:password@]host:port[/db] or unix:///path/to.sock
  *   UPSTASH_LOCAL_PORT        HTTP port (default: a free one)
  *   UPSTASH_LOCAL_TOKEN       bearer token (default: random)
  */
+import { parseRedisUrl, startUpstashBridge, type RedisEndpoint, type UpstashBridge } from "../packages/upstash-local/src/index.ts";
 import { startRedis, type RedisInstance } from "../test/support/redis-server.ts";
-import { startUpstashBridge, type RedisEndpoint, type UpstashBridge } from "../test/support/upstash-bridge.ts";
-
-function endpointFromUrl(raw: string): RedisEndpoint {
-  const url = new URL(raw);
-  if (url.protocol === "unix:") return { socket: decodeURIComponent(url.pathname) };
-  if (url.protocol !== "redis:") {
-    throw new Error(`REDIS_URL must start with redis:// or unix:// (TLS is not supported here), got ${url.protocol}//`);
-  }
-  const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : undefined;
-  if (db !== undefined && !Number.isInteger(db)) throw new Error(`REDIS_URL has an invalid database number: ${url.pathname}`);
-  return {
-    host: url.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1",
-    port: url.port === "" ? 6379 : Number(url.port),
-    ...(url.password !== "" ? { password: decodeURIComponent(url.password) } : {}),
-    ...(url.username !== "" ? { username: decodeURIComponent(url.username) } : {}),
-    ...(db !== undefined ? { db } : {}),
-  };
-}
 
 async function main(): Promise<void> {
   let redis: RedisInstance | undefined;
@@ -36,7 +20,7 @@ async function main(): Promise<void> {
   let endpoint: RedisEndpoint;
   const redisUrl = process.env["REDIS_URL"];
   if (redisUrl !== undefined && redisUrl !== "") {
-    endpoint = endpointFromUrl(redisUrl);
+    endpoint = parseRedisUrl(redisUrl);
   } else {
     redis = await startRedis();
     endpoint = { host: redis.host, port: redis.port };

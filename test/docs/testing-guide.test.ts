@@ -10,7 +10,7 @@ import { Hono, type Context } from "hono";
 import { Redis } from "ioredis";
 import { Redis as Upstash } from "@upstash/redis";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
 it("a token bucket refills one token per second", async () => {
   let now = Date.UTC(2030, 0, 1);

@@ -10,7 +10,7 @@ import { Redis as IORedis } from "ioredis";
 import { createRateLimiter, redisStore, type PolicyKind } from "../../packages/core/src/index.ts";
 import { hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 import type { RunMessage } from "./fixtures/concurrency-worker.ts";
 
 const WORKER = fileURLToPath(new URL("./fixtures/concurrency-worker.ts", import.meta.url));

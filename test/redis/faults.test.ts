@@ -6,7 +6,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRateLimiter, redisStore, upstashStore } from "../../packages/core/src/index.ts";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { startUpstashBridge } from "../support/upstash-bridge.ts";
+import { startUpstashBridge } from "@floodgate/upstash-local";
 import { clearOfHourBoundary, hourly, uniquePrefix } from "../stores/store-contract.ts";
 
 let redis: RedisInstance;

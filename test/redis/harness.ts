@@ -7,7 +7,7 @@ import { Cluster, Redis as IORedis } from "ioredis";
 import { createClient, createCluster } from "redis";
 import { redisStore, upstashStore, type RedisScriptStore } from "../../packages/core/src/index.ts";
 import { startRedis, startRedisCluster, type RedisCluster, type RedisInstance } from "../support/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "../../packages/upstash-local/src/index.ts";
 import type { StoreHarness } from "../stores/store-contract.ts";
 
 export interface RedisHarness extends StoreHarness {

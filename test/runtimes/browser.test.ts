@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 import { bundle, CHROMIUM_MISSING, requireBuilt, requireChromium, requirePackage } from "./support.ts";
 
 const BROWSER_CONDITIONS = ["browser", "import", "default"];

@@ -8,7 +8,7 @@ import { accessSync, constants as fsConstants, existsSync, readdirSync, statSync
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
+import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const bin = (name: string): string => path.join(ROOT, "node_modules", ".bin", name);

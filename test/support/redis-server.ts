@@ -19,7 +19,7 @@ import {
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { connectResp, RespError, type RespTarget } from "./resp.ts";
+import { connectResp, RespError, type RespTarget } from "../../packages/upstash-local/src/resp.ts";
 
 export const REDIS_SERVER_MISSING =
   "redis-server is required for these tests but was not found on PATH; install it with `apt-get install -y redis-server`";

@@ -6,8 +6,8 @@
 import { Redis, type RedisConfigNodejs } from "@upstash/redis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { connectResp, replyToText, type RespClient } from "../support/resp.ts";
-import { startUpstashBridge, type BridgeRequest, type UpstashBridge } from "../support/upstash-bridge.ts";
+import { connectResp, replyToText, type RespClient } from "../../packages/upstash-local/src/resp.ts";
+import { startUpstashBridge, type BridgeRequest, type UpstashBridge } from "@floodgate/upstash-local";
 
 let redis: RedisInstance;
 let bridge: UpstashBridge;

@@ -5,8 +5,8 @@
 import http from "node:http";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { connectResp, replyToText, type RespClient } from "../support/resp.ts";
-import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge.ts";
+import { connectResp, replyToText, type RespClient } from "../../packages/upstash-local/src/resp.ts";
+import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
 let redis: RedisInstance;
 let bridge: UpstashBridge;

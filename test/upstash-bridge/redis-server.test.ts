@@ -12,7 +12,7 @@ import {
   startRedisCluster,
   type RedisCluster,
 } from "../support/redis-server.ts";
-import { connectResp, replyToText, type RespTarget } from "../support/resp.ts";
+import { connectResp, replyToText, type RespTarget } from "../../packages/upstash-local/src/resp.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 

@@ -10,7 +10,7 @@ import {
   RespProtocolError,
   type RespClient,
   type RespValue,
-} from "../support/resp.ts";
+} from "../../packages/upstash-local/src/resp.ts";
 
 /** One stream holding every reply type, nested arrays and awkward bulk contents. */
 const STREAM = Buffer.concat([

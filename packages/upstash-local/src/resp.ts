@@ -1,5 +1,6 @@
 /**
- * A minimal RESP2 client over node:net, for tests and the local Upstash bridge.
+ * A minimal RESP2 client over node:net, for the local Upstash bridge (and for tests that drive
+ * Redis directly).
  *
  * Commands go out as arrays of bulk strings; replies come back raw: bulk and status strings
  * as Buffers (never decoded to text, so binary values survive), integers as numbers, nil bulk

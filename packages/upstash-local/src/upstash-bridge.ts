@@ -1,8 +1,8 @@
 /**
- * A local Upstash-compatible REST bridge: a node:http server that speaks the protocol
- * `@upstash/redis` 1.39 speaks (see shared/docs/upstash-rest-protocol.md) and runs every command
- * on a real redis-server over RESP2. It lets the real Upstash client be tested against real
- * Redis, and counts the HTTP requests it serves so tests can assert round trips.
+ * A local Upstash-compatible REST server: a node:http server that speaks the protocol
+ * `@upstash/redis` 1.39 speaks (the README lists what of it is covered) and runs every command
+ * on a real redis-server over RESP2. It lets the real Upstash client run against real Redis,
+ * and counts the HTTP requests it serves so tests can assert round trips.
  *
  * Each HTTP request borrows its own Redis connection for its whole duration. A connection whose
  * state may have changed (SELECT, MULTI, WATCH, CLIENT ..., an error reply, an aborted request)
