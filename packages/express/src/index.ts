@@ -1,6 +1,7 @@
 /**
- * @module
  * Floodgate rate limiting for Express 4 and 5: a translation layer over `@floodgate/core/http`.
+ *
+ * @module @floodgate/express
  */
 import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";

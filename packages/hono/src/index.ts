@@ -1,6 +1,7 @@
 /**
- * @module
  * Floodgate rate limiting for Hono: a translation layer over `@floodgate/core/http`.
+ *
+ * @module @floodgate/hono
  */
 import { createHttpRateLimiter, settleOnClose, toFetchResponse, type HttpRateLimitOptions, type NodeResponseLike, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
 import type { Context, Env, MiddlewareHandler } from "hono";
