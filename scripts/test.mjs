@@ -131,6 +131,8 @@ for (const pkg of packages) {
   check(`publint --strict @floodgate/${pkg}`, bin("publint"), ["--strict"], { cwd });
   check(`attw --pack @floodgate/${pkg}`, bin("attw"), ["--pack", ".", "--profile", "node16"], { cwd });
 }
+// typedoc.json: warnings are errors, and every export of the public entries must be documented.
+check("API reference (typedoc: every public export documented; `npm run docs:api` writes .tmp/api)", bin("typedoc"), []);
 check("bundle size within budgets (scripts/size-budgets.json)", "node", ["scripts/size.mjs"]);
 check("deno check (every JSR package's source, the Deno examples)", bin("deno"), ["check", ...jsrPackages.map((p) => `packages/${p}/src/index.ts`), "examples/deno/fetch.ts", "examples/deno/hono.ts"]);
 // Every TypeScript and JavaScript file of the repository (the fmt and lint sections of deno.json).

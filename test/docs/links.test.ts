@@ -1,6 +1,9 @@
 /**
- * The docs cannot rot silently: every relative link and `#anchor` in the Markdown users read
- * resolves, and the reference pages have a section for every option, warning and error code the
+ * The docs cannot rot silently: every relative link, every absolute link into this repository
+ * (`https://github.com/<owner>/<repo>/blob/main/...`, read from the root package.json's
+ * `repository`) and every `#anchor` in the Markdown users read resolves; the package READMEs,
+ * read on npm and JSR where relative links lead nowhere, link the docs only absolutely; and the
+ * reference pages have a section for every option, warning and error code the
  * source defines (read from the source at test time, so a new option without docs fails here).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -11,6 +14,18 @@ import { slidingWindow, type FloodgateErrorCode } from "../../packages/core/src/
 import { createHttpRateLimiter, WARNINGS } from "../../packages/core/src/http/index.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** `https://github.com/<owner>/<repo>`, from the root package.json's `repository.url`. */
+function repositoryUrl(): string {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { repository?: { url?: string } };
+  const m = /^(?:git\+)?(https:\/\/github\.com\/[\w.-]+\/[\w.-]+?)(?:\.git)?$/.exec(pkg.repository?.url ?? "");
+  if (m === null) throw new Error(`the root package.json has no GitHub repository.url: ${JSON.stringify(pkg.repository)}`);
+  return m[1]!;
+}
+
+/** Where a file of the main branch is read on GitHub; links starting with it are links into this repository. */
+const BLOB_BASE = `${repositoryUrl()}/blob/main/`;
+const TREE_BASE = `${repositoryUrl()}/tree/main/`;
 
 /** Every code, checked against the union by the typechecker: a missing or unknown key fails `tsc`. */
 const ERROR_CODES: Record<FloodgateErrorCode, true> = {
@@ -85,13 +100,22 @@ interface Link {
   readonly target: string;
 }
 
-function linksOf(file: string): Link[] {
+/** Every link target in a file's prose: inline links and reference definitions, of any scheme. */
+function allLinksOf(file: string): Link[] {
   const text = prose(readFileSync(file, "utf8"));
   const targets = [
     ...[...text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]!),
     ...[...text.matchAll(/^\s*\[[^\]]+\]:\s*(\S+)/gm)].map((m) => m[1]!),
   ];
-  return targets.filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t)).map((target) => ({ from: file, target }));
+  return targets.map((target) => ({ from: file, target }));
+}
+
+const isAbsolute = (target: string): boolean => /^[a-z][a-z0-9+.-]*:/i.test(target);
+const intoRepository = (target: string): boolean => target.startsWith(BLOB_BASE) || target.startsWith(TREE_BASE);
+
+/** The relative links, and the absolute ones into this repository. */
+function linksOf(file: string): Link[] {
+  return allLinksOf(file).filter((l) => !isAbsolute(l.target) || intoRepository(l.target));
 }
 
 /** What is wrong with a link, or undefined when it resolves. */
@@ -99,7 +123,8 @@ function problem(link: Link): string | undefined {
   const hash = link.target.indexOf("#");
   const pathPart = decodeURI(hash === -1 ? link.target : link.target.slice(0, hash));
   const anchor = hash === -1 ? undefined : decodeURIComponent(link.target.slice(hash + 1));
-  const file = pathPart === "" ? link.from : resolve(dirname(link.from), pathPart);
+  const repoPath = pathPart.startsWith(BLOB_BASE) ? pathPart.slice(BLOB_BASE.length) : pathPart.startsWith(TREE_BASE) ? pathPart.slice(TREE_BASE.length) : undefined;
+  const file = repoPath !== undefined ? join(ROOT, repoPath) : pathPart === "" ? link.from : resolve(dirname(link.from), pathPart);
   if (!existsSync(file)) return `${relative(ROOT, file)} does not exist`;
   if (anchor === undefined || anchor === "") return undefined;
   if (!file.endsWith(".md")) return undefined; // a line anchor in source (#L10) is GitHub's, not a heading
@@ -189,6 +214,33 @@ describe("docs", () => {
       return why === undefined ? [] : [`${relative(ROOT, link.from)}: (${link.target}) ${why}`];
     });
     expect(broken).toEqual([]);
+  });
+
+  it("the package READMEs link the docs absolutely (npm and JSR show no other files), each to a page that exists", () => {
+    const readmes = readdirSync(join(ROOT, "packages")).map((p) => join(ROOT, "packages", p, "README.md")).filter((f) => existsSync(f));
+    expect(readmes.map((f) => relative(ROOT, f)).sort()).toEqual(["packages/core/README.md", "packages/express/README.md", "packages/hono/README.md", "packages/koa/README.md"]);
+    for (const readme of readmes) {
+      const links = allLinksOf(readme);
+      const name = relative(ROOT, readme);
+      expect(links.filter((l) => !isAbsolute(l.target) && !l.target.startsWith("#")).map((l) => `${name}: ${l.target}`)).toEqual([]);
+      const docs = links.filter((l) => l.target.startsWith(`${BLOB_BASE}docs/`));
+      expect(docs.length, `${name} links no page of docs/ (base ${BLOB_BASE}docs/)`).toBeGreaterThanOrEqual(3);
+      // A link to the repository's own README is a dead end for someone reading the package page.
+      expect(links.filter((l) => l.target === `${BLOB_BASE}README.md` || l.target === repositoryUrl()).map((l) => `${name}: ${l.target}`)).toEqual([]);
+      const broken = docs.flatMap((link) => {
+        const why = problem(link);
+        return why === undefined ? [] : [`${name}: (${link.target}) ${why}`];
+      });
+      expect(broken).toEqual([]);
+    }
+  });
+
+  it("an absolute link into the repository is checked like a relative one", () => {
+    const from = join(ROOT, "packages/core/README.md");
+    expect(problem({ from, target: `${BLOB_BASE}docs/reference/options.md#trustproxy` })).toBeUndefined();
+    expect(problem({ from, target: `${BLOB_BASE}docs/no-such-page.md` })).toBe("docs/no-such-page.md does not exist");
+    expect(problem({ from, target: `${BLOB_BASE}docs/reference/options.md#no-such-option` })).toBe("docs/reference/options.md has no heading #no-such-option");
+    expect(linksOf(from).some((l) => l.target.startsWith(BLOB_BASE))).toBe(true);
   });
 
   it("docs/README.md links every other page under docs/", () => {

@@ -11,8 +11,13 @@ export type FloodgateErrorCode =
  * what was wrong and what is accepted.
  */
 export class FloodgateError extends Error {
+  /** What went wrong, as a stable code to branch on (the message is for people and may change). */
   declare readonly code: FloodgateErrorCode;
 
+  /**
+   * Creates an error with its stable `code` and a message in full sentences; `options.cause` keeps
+   * the underlying error (a store's, for example).
+   */
   constructor(code: FloodgateErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "FloodgateError";

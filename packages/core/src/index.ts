@@ -1,9 +1,10 @@
 /**
- * @module
  * Floodgate: four rate-limiting algorithms behind one limiter and one store contract, the
  * memory and Redis stores, and `withRateLimit` for fetch handlers. The framework middlewares come
  * from `@floodgate/hono`, `@floodgate/express` and `@floodgate/koa`; what their authors build
  * on, from `@floodgate/core/http`.
+ *
+ * @module @floodgate/core
  */
 export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
 export { parseDuration, type Duration } from "./duration.ts";

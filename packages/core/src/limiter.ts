@@ -27,9 +27,13 @@ export interface PolicyDecision {
  * units remaining.
  */
 export interface Decision {
+  /** Whether every policy admits the request (and it was charged, for `limit()` and `decide()`). */
   readonly allowed: boolean;
+  /** The binding policy's limit (a token bucket's capacity). */
   readonly limit: number;
+  /** Whole units the binding policy has left after this request. Never negative. */
   readonly remaining: number;
+  /** Epoch ms when the binding policy's quota is fully restored. */
   readonly resetAt: number;
   /** 0 when allowed; else the exact ms until the same request would be allowed (`Infinity`: never). */
   readonly retryAfterMs: number;
@@ -73,8 +77,11 @@ export interface RateLimiter {
   refund(key: string, options?: LimitOptions): Promise<void>;
   /** Clears exactly this key's state and nothing else. */
   reset(key: string): Promise<void>;
+  /** The policies this limiter checks, in the order they were given. */
   readonly policies: readonly Policy[];
+  /** The store holding the state (the default memory store when none was given). */
   readonly store: RateLimitStore;
+  /** The namespace of this limiter's keys in the store (default `"fg:"`). */
   readonly prefix: string;
 }
 

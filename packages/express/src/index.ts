@@ -1,6 +1,7 @@
 /**
- * @module
  * Floodgate rate limiting for Express 4 and 5: a translation layer over `@floodgate/core/http`.
+ *
+ * @module @floodgate/express
  */
 import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
@@ -10,7 +11,10 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
  * the request was skipped or allow-listed). No global augmentation, so the package stays
  * publishable to JSR; declare one in your app if you prefer `req.rateLimit` everywhere.
  */
-export type RateLimitedRequest = Request & { rateLimit?: RateLimitInfo };
+export type RateLimitedRequest = Request & {
+  /** Floodgate's decision for this request; absent when it was skipped or allow-listed. */
+  rateLimit?: RateLimitInfo;
+};
 
 /** Options of {@link rateLimit}: the shared HTTP options, with the Express request as `raw`. */
 export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>;

@@ -1,6 +1,7 @@
 /**
- * @module
  * Floodgate rate limiting for Hono: a translation layer over `@floodgate/core/http`.
+ *
+ * @module @floodgate/hono
  */
 import { createHttpRateLimiter, settleOnClose, toFetchResponse, type HttpRateLimitOptions, type NodeResponseLike, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
 import type { Context, Env, MiddlewareHandler } from "hono";
@@ -10,7 +11,13 @@ import type { Context, Env, MiddlewareHandler } from "hono";
  * (absent when the request was skipped or allow-listed). `app.use(rateLimit(...))` carries it into
  * the routes chained after it; or declare it: `new Hono<RateLimitEnv>()`.
  */
-export type RateLimitEnv = { Variables: { rateLimit: RateLimitInfo } };
+export type RateLimitEnv = {
+  /** The context variables the middleware sets. */
+  Variables: {
+    /** Floodgate's decision for this request. */
+    rateLimit: RateLimitInfo;
+  };
+};
 
 /** Options of {@link rateLimit}: the shared HTTP options, plus the runtime's `getConnInfo`. */
 export interface HonoRateLimitOptions extends HttpRateLimitOptions<Context> {
@@ -19,7 +26,13 @@ export interface HonoRateLimitOptions extends HttpRateLimitOptions<Context> {
    * `hono/cloudflare-workers`...), giving the socket address. Default: the Node server's socket
    * when running on `@hono/node-server`, else none.
    */
-  getConnInfo?: (c: Context) => { remote: { address?: string } };
+  getConnInfo?: (c: Context) => {
+    /** The connection's remote end. */
+    remote: {
+      /** The socket peer's IP address, when the runtime knows it. */
+      address?: string;
+    };
+  };
 }
 
 const ACCESS: RequestAccess<Context> = {

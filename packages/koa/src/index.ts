@@ -1,6 +1,7 @@
 /**
- * @module
  * Floodgate rate limiting for Koa: a translation layer over `@floodgate/core/http`.
+ *
+ * @module @floodgate/koa
  */
 import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core/http";
 import type { Context, Middleware, Next } from "koa";

@@ -10,11 +10,17 @@ import type { Warnings } from "./warnings.ts";
  * platform.
  */
 export const TRUST_PROXY_PRESETS = {
+  /** Cloudflare (and Workers): `CF-Connecting-IP`, from a peer in Cloudflare's published ranges. */
   cloudflare: "cf-connecting-ip",
+  /** Vercel: `X-Real-IP`, from any peer. */
   vercel: "x-real-ip",
+  /** Netlify: `X-Nf-Client-Connection-Ip`, from any peer. */
   netlify: "x-nf-client-connection-ip",
+  /** Fly.io: `Fly-Client-IP`, from any peer. */
   fly: "fly-client-ip",
+  /** Fastly: `Fastly-Client-IP`, from a peer in Fastly's published ranges. */
   fastly: "fastly-client-ip",
+  /** Akamai: `True-Client-IP`, from any peer. */
   akamai: "true-client-ip",
 } as const;
 
@@ -26,7 +32,9 @@ export type TrustProxyPreset = keyof typeof TRUST_PROXY_PRESETS;
  * CIDR ranges), instead of the platform's published ranges (or any peer, where it publishes none).
  */
 export interface TrustProxyPresetOptions {
+  /** The platform whose client-address header to read. */
   readonly preset: TrustProxyPreset;
+  /** The proxies' IPs or CIDR ranges (at least one) a peer must be in for the header to count. */
   readonly ranges?: readonly string[];
 }
 

@@ -21,18 +21,31 @@ const RESET = "t";
 
 /** Every header and parameter name Floodgate writes. */
 export const HEADER_NAMES = {
+  /** `X-RateLimit-Limit` (the `"legacy"` format): the binding policy's limit. */
   legacyLimit: LEGACY_LIMIT,
+  /** `X-RateLimit-Remaining` (`"legacy"`): units left. */
   legacyRemaining: LEGACY_REMAINING,
+  /** `X-RateLimit-Reset` (`"legacy"`): when the quota is restored. */
   legacyReset: LEGACY_RESET,
+  /** `RateLimit-Limit` (`"draft-6"`): the binding policy's limit. */
   draftLimit: DRAFT_LIMIT,
+  /** `RateLimit-Remaining` (`"draft-6"`): units left. */
   draftRemaining: DRAFT_REMAINING,
+  /** `RateLimit-Reset` (`"draft-6"`): seconds until the quota is restored. */
   draftReset: DRAFT_RESET,
+  /** `RateLimit` (`"draft-7"` combined, `"draft-11"` as a named list). */
   rateLimit: RATE_LIMIT,
+  /** `RateLimit-Policy` (`"draft-6"`, `"draft-7"`, `"draft-11"`): the policies' quotas and windows. */
   rateLimitPolicy: RATE_LIMIT_POLICY,
+  /** `Retry-After`: whole seconds a limited client should wait. */
   retryAfter: RETRY_AFTER,
+  /** `q`, the draft-11 `RateLimit-Policy` parameter for the quota. */
   quota: QUOTA,
+  /** `w`, the draft-11 `RateLimit-Policy` parameter for the window in seconds. */
   window: WINDOW,
+  /** `r`, the draft-11 `RateLimit` parameter for the remaining quota. */
   remaining: REMAINING,
+  /** `t`, the draft-11 `RateLimit` parameter for the seconds until the quota is restored. */
   reset: RESET,
 } as const;
 

@@ -1,8 +1,9 @@
 /**
- * @module
  * For authors of framework adapters: the framework-neutral HTTP rate limiter that Floodgate's
  * Hono, Express and Koa middlewares translate to, and the helpers they share. Applications
  * import `@floodgate/core` and an adapter instead.
+ *
+ * @module @floodgate/core/http
  */
 export { createHttpRateLimiter, type HttpRateLimiter } from "./rate-limit.ts";
 export type {

@@ -5,13 +5,28 @@
 
 /** A parsed address: IPv4 as one 32-bit number, IPv6 as eight 16-bit groups. */
 export type ParsedIp =
-  | { readonly v: 4; readonly n: number; /** Canonical text, when known at parse time. */ readonly text?: string }
-  | { readonly v: 6; readonly g: readonly number[] };
+  | {
+    /** The family: IPv4. */
+    readonly v: 4;
+    /** The address as one unsigned 32-bit number. */
+    readonly n: number;
+    /** Canonical text, when known at parse time. */
+    readonly text?: string;
+  }
+  | {
+    /** The family: IPv6. */
+    readonly v: 6;
+    /** The eight 16-bit groups, most significant first. */
+    readonly g: readonly number[];
+  };
 
 /** A CIDR range (or one address, as a /32 or /128). */
 export interface IpRange {
+  /** The family of the range. */
   readonly v: 4 | 6;
+  /** The prefix length: how many leading bits an address must share with `ip`. */
   readonly bits: number;
+  /** The range's base address. */
   readonly ip: ParsedIp;
 }
 

@@ -1,7 +1,10 @@
 /** The part of Node's `ServerResponse` that refunds need; duck-typed so core imports no `node:*`. */
 export interface NodeResponseLike {
+  /** The status sent (or about to be). */
   readonly statusCode: number;
+  /** `false` when the connection closed before the response was completely sent. */
   readonly writableFinished?: boolean;
+  /** Calls `listener` once when the response is closed, finished or not. */
   once(event: "close", listener: () => void): unknown;
 }
 

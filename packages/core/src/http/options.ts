@@ -49,12 +49,14 @@ export interface RateLimitRequest<Raw = unknown> {
 
 /** How an adapter reads its framework's request: given once, at construction. */
 export interface RequestAccess<Raw> {
+  /** The request's method, as the framework gives it (`"GET"`, `"POST"`...). */
   method(raw: Raw): string;
   /**
    * The full path (not mount-relative) as the framework routes it, without the query string or
    * fragment. From a raw request-target (Node's `req.url`), use {@link targetPath}.
    */
   path(raw: Raw): string;
+  /** The value of the header `name` (asked for in lower case), or `undefined` when it is absent. */
   header(raw: Raw, name: string): string | undefined;
 }
 
@@ -82,7 +84,9 @@ export type Rule<Raw = unknown> = Policy | readonly Policy[] | RuleOptions<Raw>;
 
 /** What a custom {@link HttpRateLimitOptions.handler} answers a limited request with. */
 export interface HandlerResponse {
+  /** The status to send; default {@link HttpRateLimitOptions.statusCode} (429). */
   status?: number;
+  /** Headers added after the rate-limit headers and Retry-After; a `Content-Type` here replaces the default. */
   headers?: Record<string, string>;
   /** A string is sent as is; anything else as JSON. */
   body?: unknown;

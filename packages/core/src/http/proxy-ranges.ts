@@ -15,6 +15,7 @@ export const TRUST_PROXY_RANGES_AS_OF = "2025-01";
  * (Vercel, Netlify, Fly, Akamai) have none: their header is believed from any peer.
  */
 export const TRUST_PROXY_RANGES = {
+  /** Cloudflare's ranges, from https://www.cloudflare.com/ips-v4 and https://www.cloudflare.com/ips-v6. */
   cloudflare: [
     "173.245.48.0/20",
     "103.21.244.0/22",
@@ -39,6 +40,7 @@ export const TRUST_PROXY_RANGES = {
     "2a06:98c0::/29",
     "2c0f:f248::/32",
   ],
+  /** Fastly's ranges, from https://api.fastly.com/public-ip-list. */
   fastly: [
     "23.235.32.0/20",
     "43.249.72.0/22",

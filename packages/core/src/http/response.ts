@@ -9,9 +9,11 @@ import type { RateLimitInfo } from "./result.ts";
 
 /** A limited request's response, prepared for an adapter to send as it is. */
 export interface PreparedResponse {
+  /** The status to send (429 unless `statusCode` or the handler says otherwise). */
   readonly status: number;
   /** Flat `[name, value, ...]` pairs, rate-limit headers and Content-Type included. */
   readonly headers: readonly string[];
+  /** The body, ready to send as it is; `null` for none. */
   readonly body: string | null;
 }
 

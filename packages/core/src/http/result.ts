@@ -14,6 +14,7 @@ export interface RateLimitInfo extends Decision {
   readonly key: string;
   /** The matched rule's pattern, or `"default"`. */
   readonly rule: string;
+  /** The units this request was charged (or would have been, when denied): the rule's `cost`, default 1. */
   readonly cost: number;
   /** Where the decision came from: the store, the local fallback limiter, or the store-error policy. */
   readonly source: DecisionSource;
@@ -70,7 +71,9 @@ export class RequestRateLimitInfo implements RateLimitInfo {
 
 /** What {@link HttpRateLimiter.decideRequest} hands the adapter: everything it needs to answer or go on. */
 export class RateLimitResult {
+  /** The decision's figures, as hooks, handlers and `c.get("rateLimit")` see them. */
   declare readonly info: RateLimitInfo;
+  /** Whether the request goes on to the handler (`info.allowed`). */
   declare readonly allowed: boolean;
   /**
    * Rate-limit headers as flat `[name, value, ...]` pairs: to set on the response of an allowed
@@ -81,6 +84,10 @@ export class RateLimitResult {
   declare readonly response: PreparedResponse | undefined;
   #refund: ((status: number) => void) | undefined;
 
+  /**
+   * Built by {@link HttpRateLimiter.decideRequest}; `refund` is set only when the request's final
+   * status may give its units back (`skipSuccessfulRequests`/`skipFailedRequests`).
+   */
   constructor(info: RateLimitInfo, headers: readonly string[], response: PreparedResponse | undefined, refund: ((status: number) => void) | undefined) {
     this.info = info;
     this.allowed = info.allowed;
