@@ -14,6 +14,7 @@ export type { WindowPolicyOptions } from "./algorithms/window-options.ts";
  * {@link slidingWindow}, {@link fixedWindow} or {@link slidingLog}.
  */
 export interface Policy {
+  /** The algorithm: `"token-bucket"`, `"sliding-window"`, `"fixed-window"` or `"sliding-log"`. */
   readonly kind: PolicyKind;
   /** Unique within a limiter; appears in `Decision.policy` and in the IETF `RateLimit` headers. */
   readonly name: string;

@@ -3,15 +3,21 @@ import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptSt
 
 /** The part of an ioredis client (`Redis` or `Cluster`) the store uses. */
 export interface IORedisLike {
+  /** Runs a loaded script by its SHA1 (`EVALSHA`); rejects with a `NOSCRIPT` error when the server does not have it. */
   evalsha(sha1: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** Runs a script from its source (`EVAL`), which also loads it; used only after `NOSCRIPT`. */
   eval(script: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** Deletes keys (`DEL`): `reset()` uses it. */
   del(...keys: string[]): Promise<unknown>;
 }
 
 /** The part of a node-redis v5/v6 client (`createClient()` or `createCluster()`) the store uses. */
 export interface NodeRedisLike {
+  /** Runs a loaded script by its SHA1 (`EVALSHA`); rejects with a `NOSCRIPT` error when the server does not have it. */
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Runs a script from its source (`EVAL`), which also loads it; used only after `NOSCRIPT`. */
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Deletes keys (`DEL`): `reset()` uses it. */
   del(keys: string[]): Promise<unknown>;
 }
 

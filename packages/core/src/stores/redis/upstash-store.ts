@@ -6,8 +6,11 @@ import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptSt
  * client version with these methods fits, and core depends on no client package.
  */
 export interface UpstashRedisLike {
+  /** Runs a loaded script by its SHA1 (`EVALSHA`); rejects with a `NOSCRIPT` error when the server does not have it. */
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
+  /** Runs a script from its source (`EVAL`), which also loads it; used only after `NOSCRIPT`. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /** Deletes keys (`DEL`): `reset()` uses it. */
   del(...keys: string[]): Promise<unknown>;
 }
 
