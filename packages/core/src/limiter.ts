@@ -121,10 +121,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // `null` options are no options, as `undefined` are (not a TypeError from reading `.cost`).
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
-  const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
+  const consume = (key: string, options?: LimitOptions): MaybePromise<StoreResult> => {
     checkKey(key);
-    return decide(store.consume(set, key, costOf(options), clock()));
+    return store.consume(set, key, costOf(options), clock());
   };
+  const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => decide(consume(key, options));
   const peekNow = (key: string): Decision | Promise<Decision> => {
     checkKey(key);
     return decide(store.peek(set, key, clock()));
@@ -138,14 +139,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
     limit(key: string, options?: LimitOptions): Promise<Decision> {
       try {
-        checkKey(key);
-        const result = store.consume(set, key, costOf(options), clock());
-        if (!Array.isArray(result)) return Promise.resolve(result).then(toDecision);
+        const result = consume(key, options);
+        if (single === undefined || !Array.isArray(result)) return Promise.resolve(decide(result));
         // The decision is made here, not through `toDecision`, and resolved at once: the
         // optimizing compiler then sees its shape, knows it has no `then`, and fulfills the
         // promise without looking one up (see singleDecision).
-        if (single !== undefined) return Promise.resolve(singleDecision(result, single));
-        return Promise.resolve(new MultiDecision(result, policies));
+        return Promise.resolve(singleDecision(result, single));
       } catch (error) {
         return Promise.reject(error);
       }
@@ -200,16 +199,15 @@ class SingleDecision {
 
   get policies(): readonly PolicyDecision[] {
     let all = POLICIES.get(this);
-    if (all === undefined) {
-      all = Object.freeze([Object.freeze({
+    if (!all) {
+      POLICIES.set(this, all = Object.freeze([Object.freeze({
         policy: this.policy,
         allowed: this.allowed,
         limit: this.limit,
         remaining: this.remaining,
         resetAt: this.resetAt,
         retryAfterMs: this.retryAfterMs,
-      })]);
-      POLICIES.set(this, all);
+      })]));
     }
     return all;
   }
@@ -221,9 +219,6 @@ class SingleDecision {
 
 /** A single-policy decision's `policies`, once read: kept outside it, so that it has no other own property. */
 const POLICIES = new WeakMap<SingleDecision, readonly PolicyDecision[]>();
-
-/** Where single-policy decisions get `policies` and `toJSON` from. */
-const SINGLE_DECISION: object = SingleDecision.prototype;
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -237,7 +232,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  * Properties, their order, the prototype and `toJSON` are those of the class instance.
  */
 function singleDecision(result: StoreResult, policy: Policy): Decision {
-  const d = Object.create(SINGLE_DECISION) as Mutable<Omit<Decision, "policies">>;
+  const d = Object.create(SingleDecision.prototype) as Mutable<Omit<Decision, "policies">>;
   d.allowed = result[0] === 1;
   d.limit = policy.limit;
   d.remaining = result[2]!;
