@@ -1,9 +1,13 @@
 /**
  * Core decisions in machine instructions (a harness, not a test; needs valgrind):
- *   npx tsx bench/core-instructions.ts <subject> <scenario> <api>
+ *   npx tsx bench/core-instructions.ts <subject> <scenario> <api> [--baseline <dir>] [--out <file>]
  *   subject: tokenBucket | slidingWindow | fixedWindow | slidingLog | erl | map | noop | rlf | clock
  *   scenario: hot | 100k | denied | now | 1m (the rows of bench/core.ts)
- *   api: decide | limit (peers are always awaited)
+ *   api: decide | limit | floor (`Promise.resolve(decide())`, awaited: the floor of `limit()`;
+ *   peers are always awaited)
+ *   --baseline <dir>: count the copy of Floodgate in <dir> (made by scripts/bench-baseline.sh)
+ *   instead of the working tree's, alone in its process as the working tree's is.
+ *   --out <file>: keep callgrind's output of the larger run (for callgrind_annotate).
  * Runs itself twice under `valgrind --tool=callgrind --instr-atstart=no` (node --single-threaded
  * --expose-gc): each child builds the limiter as bench/core.ts does for that row, warms every
  * Floodgate path first as bench/core.ts does, runs the row's own loop 20,000 times, collects
@@ -13,16 +17,24 @@
  */
 import { execSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { CLOCK, floodgate, peer, PEERS, warmUp, type Scenario } from "./core-rows.ts";
+import { baselineRoot, CURRENT_ROOT } from "./copies.ts";
+import { CLOCK, DECIDE, FLOOR, floodgate, peer, PEERS, SCENARIO_NAMES, useCopies, warmUp } from "./core-rows.ts";
 
-const [subject, scenarioArg, api, callsArg] = process.argv.slice(2);
+const flag = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith("--") && !all[i - 1]?.startsWith("--"));
+const [subject, scenarioArg, api, callsArg] = positional;
+const baseline = baselineRoot();
+const out = flag("out");
 if (callsArg === undefined) {
   // The parent: two children under callgrind, the difference of their counts.
   const ir = (calls: number): number => {
     const run = spawnSync("valgrind", [
-      "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+      "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out !== undefined && calls > 50_000 ? out : "/dev/null"}`,
       process.execPath, "--single-threaded", "--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url),
-      subject!, scenarioArg!, api!, String(calls),
+      subject!, scenarioArg!, api!, String(calls), ...(baseline === undefined ? [] : ["--baseline", baseline]),
     ], { encoding: "utf8", env: { ...process.env, IB_CTL: "1" } });
     const m = /Collected : (\d+)/.exec(run.stderr ?? "");
     if (!m) throw new Error(`no instruction count from valgrind (is it installed?): ${run.error ?? run.stderr}`);
@@ -30,17 +42,18 @@ if (callsArg === undefined) {
   };
   const low = ir(50_000);
   const high = ir(150_000);
-  console.log(`${subject} ${scenarioArg} ${api}: ${Math.round((high - low) / 100_000)} instructions per call`);
+  console.log(`${subject} ${scenarioArg} ${api}${baseline === undefined ? "" : ` (baseline ${baseline})`}: ${Math.round((high - low) / 100_000)} instructions per call`);
   process.exit(0);
 }
 const calls = Number(callsArg);
-const NAMES: Record<string, Scenario> = { hot: "hot key", "100k": "100k keys", denied: "mostly denied", now: "hot key, Date.now", "1m": "100k keys, 1M cap" };
 const PEER_NAMES: Record<string, (typeof PEERS)[number]> = { rlf: PEERS[0], erl: PEERS[1], map: PEERS[2], noop: PEERS[3], clock: CLOCK };
 
+// One copy of Floodgate per process, named as the working tree's rows are.
+await useCopies([{ suffix: "", root: baseline ?? CURRENT_ROOT }]);
 // Warm every Floodgate path first, as bench/core.ts does.
 await warmUp();
 
-const scenario = NAMES[scenarioArg!]!;
+const scenario = SCENARIO_NAMES[scenarioArg!]!;
 // Under `valgrind --tool=callgrind --instr-atstart=no`, IB_CTL=1 switches instrumentation on here.
 // A full collection first (node --expose-gc), so that no earlier garbage is swept inside the measured phase.
 const measure = (): void => {
@@ -63,7 +76,7 @@ async function loopAsync(fn: () => unknown, n: number): Promise<number> {
 
 let sink: number;
 if (!(subject! in PEER_NAMES)) {
-  const fn = await floodgate(api === "decide" ? `${subject} decide()` : subject!, scenario);
+  const fn = await floodgate(api === "decide" ? `${subject}${DECIDE}` : api === "floor" ? `${subject}${FLOOR}` : subject!, scenario);
   // Like mitata's warm-up: the row's own loop first, so that it is optimized before measuring.
   if (api === "decide") loopSync(fn, 20_000); else await loopAsync(fn, 20_000);
   measure();

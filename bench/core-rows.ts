@@ -6,15 +6,8 @@
  */
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { MemoryStore } from "express-rate-limit";
-import {
-  createRateLimiter,
-  fixedWindow,
-  memoryStore,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-  type Policy,
-} from "../packages/core/src/index.ts";
+import type { Policy } from "../packages/core/src/index.ts";
+import { loadCore, type Core, type Copy } from "./copies.ts";
 
 const T0 = 1_700_000_000_000;
 const DISTINCT = 100_000;
@@ -24,6 +17,8 @@ const DAY = 86_400_000;
 
 export type Scenario = "hot key" | "hot key, Date.now" | "100k keys" | "100k keys, 1M cap" | "mostly denied";
 export const SCENARIOS: readonly Scenario[] = ["hot key", "hot key, Date.now", "100k keys", "100k keys, 1M cap", "mostly denied"];
+/** Short names of the scenarios, for flags. */
+export const SCENARIO_NAMES: Record<string, Scenario> = { hot: "hot key", now: "hot key, Date.now", "100k": "100k keys", "1m": "100k keys, 1M cap", denied: "mostly denied" };
 /** The peers' rows each Floodgate scenario is compared with (the peers have no clock or bound to vary). */
 export const PEER_SCENARIO: Record<Scenario, Scenario> = {
   "hot key": "hot key",
@@ -36,11 +31,11 @@ export const ADMIT_SCENARIO: Partial<Record<Scenario, Scenario>> = { "mostly den
 /** The sliding log is left out of the Date.now row: at millions of admissions per second it would log millions of timestamps. */
 export const skip = (algorithm: string, scenario: Scenario): boolean => scenario === "hot key, Date.now" && algorithm === "slidingLog";
 
-export const ALGORITHMS: Record<string, (limit: number, windowMs: number) => Policy> = {
-  tokenBucket: (limit, windowMs) => tokenBucket({ capacity: limit, refillRate: (limit * 1000) / windowMs }),
-  slidingWindow: (limit, windowMs) => slidingWindow({ limit, window: windowMs }),
-  fixedWindow: (limit, windowMs) => fixedWindow({ limit, window: windowMs }),
-  slidingLog: (limit, windowMs) => slidingLog({ limit, window: windowMs }),
+export const ALGORITHMS: Record<string, (core: Core, limit: number, windowMs: number) => Policy> = {
+  tokenBucket: (core, limit, windowMs) => core.tokenBucket({ capacity: limit, refillRate: (limit * 1000) / windowMs }),
+  slidingWindow: (core, limit, windowMs) => core.slidingWindow({ limit, window: windowMs }),
+  fixedWindow: (core, limit, windowMs) => core.fixedWindow({ limit, window: windowMs }),
+  slidingLog: (core, limit, windowMs) => core.slidingLog({ limit, window: windowMs }),
 };
 export const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter", "async no-op (floor)", "Date.now() alone"] as const;
 export const ERL = PEERS[1];
@@ -59,46 +54,79 @@ const ignore = (): void => {};
 /**
  * Floodgate's subjects: each algorithm through `limit()` (a promise, awaited like every peer row)
  * and through `decide()` (the same decision, returned synchronously because the memory store
- * answers synchronously: what the HTTP middleware uses).
+ * answers synchronously: what the HTTP middleware uses), for every copy of Floodgate measured
+ * (a copy's suffix, e.g. " (baseline)", ends the name). One more reference row per algorithm, for
+ * the working tree only: `decide()` wrapped in `Promise.resolve`, awaited. That is the least a
+ * promise of a decision costs (the decision, one promise holding it, one await), the floor of
+ * `limit()`.
  */
 export const DECIDE = " decide()";
-export const SUBJECTS = Object.keys(ALGORITHMS).flatMap((a) => [a, `${a}${DECIDE}`]);
-export const algorithmOf = (subject: string): string => subject.replace(DECIDE, "");
+export const FLOOR = " decide() + one awaited promise";
+const APIS = ["", DECIDE] as const;
+let subjects: string[] = [];
+const cores = new Map<string, Core>();
+/** Every subject of the loaded copies (see {@link useCopies}). */
+export const subjectsOf = (): readonly string[] => subjects;
+/** Loads each copy's `@floodgate/core`; its subjects are the rows measured from then on. The first copy also gets the floor rows. */
+export async function useCopies(list: readonly Copy[]): Promise<void> {
+  for (const copy of list) cores.set(copy.suffix, await loadCore(copy));
+  subjects = list.flatMap((copy, i) =>
+    Object.keys(ALGORITHMS).flatMap((a) => [...APIS.map((api) => `${a}${api}${copy.suffix}`), ...(i === 0 ? [`${a}${FLOOR}`] : [])]));
+}
+/** The suffix of the subject's copy ("" for the working tree). */
+export const copyOf = (subject: string): string => [...cores.keys()].find((suffix) => suffix !== "" && subject.endsWith(suffix)) ?? "";
+export const algorithmOf = (subject: string): string => subject.split(" ")[0]!;
+/** The same subject in the working tree's copy. */
+export const currentOf = (subject: string): string => subject.slice(0, subject.length - copyOf(subject).length);
 
 /** Returns the function to measure, after tracking every key it will touch (setup is not timed). */
 export async function floodgate(subject: string, scenario: Scenario): Promise<() => unknown> {
   const algorithm = algorithmOf(subject);
-  const sync = subject.endsWith(DECIDE);
+  const core = cores.get(copyOf(subject));
+  if (core === undefined) throw new Error(`no copy of Floodgate loaded for ${subject} (call useCopies first)`);
+  const api = currentOf(subject).slice(algorithm.length);
+  const { createRateLimiter, memoryStore } = core;
   let now = T0;
   const step = scenario === "hot key" ? 20 : scenario === "mostly denied" ? 1 : 0.001;
   const policy = scenario === "mostly denied"
-    ? ALGORITHMS[algorithm]!(1, DAY)
+    ? ALGORITHMS[algorithm]!(core, 1, DAY)
     : scenario === "hot key, Date.now"
-      ? ALGORITHMS[algorithm]!(1e9, 1_000_000)
-      : ALGORITHMS[algorithm]!(100, 1000);
+      ? ALGORITHMS[algorithm]!(core, 1e9, 1_000_000)
+      : ALGORITHMS[algorithm]!(core, 100, 1000);
   const limiter = createRateLimiter({
     policy,
     store: scenario === "100k keys, 1M cap" ? memoryStore({ maxKeys: 1_000_000 }) : memoryStore(),
     ...(scenario === "hot key, Date.now" ? {} : { clock: () => (now += step) }),
   });
+  // Each API's row calls it directly (no shared wrapper), as an application's call site would.
   if (scenario.startsWith("100k keys")) {
     for (const key of KEYS) await limiter.limit(key);
     let i = 0;
-    return sync
-      ? () => {
+    if (api === DECIDE) {
+      return () => {
         const key = KEYS[i]!;
         if (++i === DISTINCT) i = 0;
         return limiter.decide(key);
-      }
-      : () => {
+      };
+    }
+    if (api === FLOOR) {
+      return () => {
         const key = KEYS[i]!;
         if (++i === DISTINCT) i = 0;
-        return limiter.limit(key);
+        return Promise.resolve(limiter.decide(key));
       };
+    }
+    return () => {
+      const key = KEYS[i]!;
+      if (++i === DISTINCT) i = 0;
+      return limiter.limit(key);
+    };
   }
   await limiter.limit(HOT);
   if (scenario === "mostly denied" && (await limiter.limit(HOT)).allowed) throw new Error("expected a denial");
-  return sync ? () => limiter.decide(HOT) : () => limiter.limit(HOT);
+  if (api === DECIDE) return () => limiter.decide(HOT);
+  if (api === FLOOR) return () => Promise.resolve(limiter.decide(HOT));
+  return () => limiter.limit(HOT);
 }
 
 export async function peer(name: (typeof PEERS)[number], scenario: Scenario): Promise<{ fn: () => unknown; dispose(): void }> {
@@ -151,7 +179,7 @@ export async function peer(name: (typeof PEERS)[number], scenario: Scenario): Pr
  * state a process using all four algorithms reaches, whatever the order of the rows. */
 export async function warmUp(): Promise<void> {
   for (const scenario of SCENARIOS) {
-    for (const subject of SUBJECTS) {
+    for (const subject of subjects) {
       if (skip(algorithmOf(subject), scenario) || scenario.startsWith("100k keys")) continue;
       const fn = await floodgate(subject, scenario);
       for (let i = 0; i < 20_000; i++) await fn();

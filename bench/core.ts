@@ -41,15 +41,29 @@
  * in the same process and each row reports its lowest round (other processes only ever add
  * time), with the spread between its rounds.
  *
- * Flags: --rounds N; --mitata prints mitata's own report as well; --json writes the figures as
- * JSON to stdout after the table.
+ * Floor of `limit()`: per algorithm, "decide() + one awaited promise" is
+ * `Promise.resolve(limiter.decide(key))`, awaited: the decision, one promise holding it and one
+ * await, the least any promise of a decision costs. Column limit/floor = `limit()` ÷ that row.
+ *
+ * Before and after in one run: `--baseline <dir>` (a copy of an earlier commit made by
+ * `scripts/bench-baseline.sh <commit> [dir]`) adds every Floodgate row for that copy too,
+ * labelled "(baseline)", measured in the same rounds beside the working tree's; column
+ * vs baseline = this row ÷ the baseline's same row (< 1: faster now).
+ *
+ * Flags: --rounds N; --baseline <dir>; --scenarios hot,now,100k,1m,denied (default all);
+ * --algorithms tokenBucket,... (default all); --mitata prints mitata's own report as well;
+ * --json writes the figures as JSON to stdout after the table.
  */
 import { bench, run } from "mitata";
+import { BASELINE_SUFFIX, copies } from "./copies.ts";
 import {
   ADMIT_SCENARIO,
   algorithmOf,
   ALGORITHMS,
+  copyOf,
+  currentOf,
   ERL,
+  FLOOR,
   floodgate,
   CLOCK,
   MAP,
@@ -58,12 +72,30 @@ import {
   peerRuns,
   PEER_SCENARIO,
   PEERS,
-  SCENARIOS,
+  SCENARIO_NAMES,
+  SCENARIOS as ALL_SCENARIOS,
   skip,
-  SUBJECTS,
+  subjectsOf,
+  useCopies,
   warmUp,
   type Scenario,
 } from "./core-rows.ts";
+
+const listFlag = (name: string): string[] | undefined => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1]!.split(",");
+};
+const scenarioNames = listFlag("scenarios");
+for (const name of scenarioNames ?? []) if (!(name in SCENARIO_NAMES)) throw new Error(`--scenarios: unknown ${name}; expected some of ${Object.keys(SCENARIO_NAMES).join(",")}`);
+/** The scenarios measured; a Floodgate-only scenario brings the peers' rows it is compared with. */
+const chosen = new Set(scenarioNames?.map((n) => SCENARIO_NAMES[n]!) ?? ALL_SCENARIOS);
+const SCENARIOS = ALL_SCENARIOS.filter((sc) => chosen.has(sc) || [...chosen].some((c) => PEER_SCENARIO[c] === sc || ADMIT_SCENARIO[c] === sc));
+const algorithms = listFlag("algorithms");
+for (const name of algorithms ?? []) if (!(name in ALGORITHMS)) throw new Error(`--algorithms: unknown ${name}; expected some of ${Object.keys(ALGORITHMS).join(",")}`);
+await useCopies(copies());
+const SUBJECTS = subjectsOf().filter((s) => algorithms === undefined || algorithms.includes(algorithmOf(s)));
+/** Floodgate's rows of a scenario: the chosen scenarios, and the admitting rows a chosen denied row is compared with. */
+const floodgateRuns = (scenario: Scenario): boolean => chosen.has(scenario) || [...chosen].some((sc) => ADMIT_SCENARIO[sc] === scenario);
 
 const rowName = (subject: string, scenario: Scenario): string => `${subject} | ${scenario}`;
 
@@ -71,7 +103,7 @@ const rowName = (subject: string, scenario: Scenario): string => `${subject} | $
 function register(): void {
   for (const scenario of SCENARIOS) {
     for (const subject of SUBJECTS) {
-      if (skip(algorithmOf(subject), scenario)) continue;
+      if (skip(algorithmOf(subject), scenario) || !floodgateRuns(scenario)) continue;
       bench(rowName(subject, scenario), async function* () {
         yield await floodgate(subject, scenario);
       });
@@ -113,37 +145,49 @@ const pad = (s: string, n: number): string => s.padEnd(n);
 const num = (x: number, digits = 1): string => x.toFixed(digits);
 console.log(`\nnode ${process.version}, ${process.platform}/${process.arch}; ns per decision = p50 of mitata's samples, lowest of ${ROUNDS} round(s) (spread = highest/lowest round); decisions/s = 1e9 / ns`);
 console.log("targets: ERL/FG >= 2.00 (2x faster than express-rate-limit MemoryStore), FG/Map <= 1.50 (within 1.5x of the async Map counter), deny/admit <= 1.00\n");
-const header = `| ${pad("subject", 30)} | ${pad("scenario", 17)} | ${pad("ns/decision", 11)} | ${pad("spread", 6)} | ${pad("decisions/s", 11)} | ${pad("ERL/FG", 6)} | ${pad("FG/Map", 6)} | ${pad("deny/admit", 10)} |`;
+const baseline = SUBJECTS.some((s) => copyOf(s) !== "");
+const header = `| ${pad("subject", baseline ? 45 : 34)} | ${pad("scenario", 17)} | ${pad("ns/decision", 11)} | ${pad("spread", 6)} | ${pad("decisions/s", 11)} | ${pad("ERL/FG", 6)} | ${pad("FG/Map", 6)} | ${pad("deny/admit", 10)} | ${pad("limit/floor", 11)} |${baseline ? " vs baseline |" : ""}`;
 console.log(header);
 console.log(header.replace(/[^|]/g, "-"));
 const json: Record<string, unknown>[] = [];
 let failures = 0;
 for (const scenario of SCENARIOS) {
   const peers = PEER_SCENARIO[scenario] === scenario ? PEERS.filter((p) => peerRuns(p, scenario)) : [];
-  for (const subject of [...SUBJECTS.filter((a) => !skip(algorithmOf(a), scenario)), ...peers]) {
+  const ourRows = floodgateRuns(scenario) ? SUBJECTS.filter((a) => !skip(algorithmOf(a), scenario)) : [];
+  // Each working-tree row, then its baseline, then the next.
+  ourRows.sort((a, b) => ourRows.indexOf(currentOf(a)) - ourRows.indexOf(currentOf(b)) || (copyOf(a) === "" ? -1 : 1));
+  for (const subject of [...ourRows, ...peers]) {
     const t = get(subject, scenario);
-    const ours = algorithmOf(subject) in ALGORITHMS;
+    const floor = subject.endsWith(FLOOR);
+    const ours = algorithmOf(subject) in ALGORITHMS && !floor;
+    const isLimit = ours && currentOf(subject) === algorithmOf(subject);
+    const vsFloor = isLimit ? t / get(`${algorithmOf(subject)}${FLOOR}`, scenario) : undefined;
+    const vsBaseline = ours && baseline && copyOf(subject) === "" ? t / get(`${subject}${BASELINE_SUFFIX}`, scenario) : undefined;
     const vsErl = get(ERL, PEER_SCENARIO[scenario]) / t;
     const vsMap = t / get(MAP, PEER_SCENARIO[scenario]);
     const admitScenario = ADMIT_SCENARIO[scenario];
-    const denyAdmit = admitScenario === undefined ? undefined : t / get(subject, admitScenario);
+    const denyAdmit = admitScenario === undefined || !ns.has(rowName(subject, admitScenario)) ? undefined : t / get(subject, admitScenario);
     const ok = !ours || (vsErl >= 2 && vsMap <= 1.5 && (denyAdmit === undefined || denyAdmit <= 1));
-    if (!ok) failures++;
+    if (!ok && copyOf(subject) === "") failures++;
     console.log(
-      `| ${pad(subject, 30)} | ${pad(scenario, 17)} | ${num(t).padStart(11)} | ${num(spread.get(rowName(subject, scenario))!, 2).padStart(6)} | ${Math.round(1e9 / t).toLocaleString("en-US").padStart(11)} | ` +
-        `${(ours ? num(vsErl, 2) : "").padStart(6)} | ${(ours ? num(vsMap, 2) : "").padStart(6)} | ${(denyAdmit === undefined ? "" : num(denyAdmit, 2)).padStart(10)} |${ours && !ok ? " MISSED" : ""}`,
+      `| ${pad(subject, baseline ? 45 : 34)} | ${pad(scenario, 17)} | ${num(t).padStart(11)} | ${num(spread.get(rowName(subject, scenario))!, 2).padStart(6)} | ${Math.round(1e9 / t).toLocaleString("en-US").padStart(11)} | ` +
+        `${(ours ? num(vsErl, 2) : "").padStart(6)} | ${(ours ? num(vsMap, 2) : "").padStart(6)} | ${(denyAdmit === undefined ? "" : num(denyAdmit, 2)).padStart(10)} | ${(vsFloor === undefined ? "" : num(vsFloor, 2)).padStart(11)} |` +
+        `${baseline ? ` ${(vsBaseline === undefined ? "" : num(vsBaseline, 2)).padStart(11)} |` : ""}${ours && !ok ? " MISSED" : ""}`,
     );
-    json.push({ subject, scenario, ns: t, perSecond: 1e9 / t, ...(ours ? { vsErl, vsMap } : {}), ...(denyAdmit === undefined ? {} : { denyAdmit }) });
+    json.push({
+      subject, scenario, ns: t, perSecond: 1e9 / t, ...(ours ? { vsErl, vsMap } : {}), ...(denyAdmit === undefined ? {} : { denyAdmit }),
+      ...(vsFloor === undefined ? {} : { vsFloor }), ...(vsBaseline === undefined ? {} : { vsBaseline }),
+    });
   }
 }
 console.log(failures === 0 ? "\nall Floodgate rows meet the targets" : `\n${failures} Floodgate row(s) miss a target`);
-for (const scenario of SCENARIOS.filter((sc) => PEER_SCENARIO[sc] === sc)) {
+for (const scenario of SCENARIOS.filter((sc) => PEER_SCENARIO[sc] === sc && ns.has(rowName(ERL, sc)))) {
   const half = get(ERL, scenario) / 2;
   const floor = get(NOOP, scenario);
   console.log(`${scenario}: half of express-rate-limit = ${num(half)} ns, async no-op = ${num(floor)} ns` +
     (floor > half ? " (no promise-returning call can reach 2x express-rate-limit here)" : ""));
 }
-{
+if (ns.has(rowName(CLOCK, "hot key"))) {
   // express-rate-limit's increment reads Date.now() itself; a decision on the real clock must too.
   const half = get(ERL, "hot key") / 2;
   const clock = get(CLOCK, "hot key");

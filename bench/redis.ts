@@ -23,6 +23,10 @@
  * instructions inside Redis per script call (callgrind, counting only inside evalShaCommand),
  * for the floor, each Floodgate script and rate-limiter-flexible, on a redis-server started
  * under valgrind here (and killed by its pid).
+ *
+ * `--baseline <dir>` (a copy of an earlier commit, made by scripts/bench-baseline.sh) adds every
+ * Floodgate subject again for that copy's `@floodgate/core`, labelled "(baseline)", on the same
+ * clients and server, interleaved with the others in every round (and in `--instructions`).
  */
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -32,7 +36,7 @@ import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createClient } from "redis";
-import { createRateLimiter, fixedWindow, redisStore, slidingLog, slidingWindow, tokenBucket, upstashStore } from "../packages/core/src/index.ts";
+import { copies, loadCore, type Core } from "./copies.ts";
 import { freePort, startRedis } from "../test/support/redis-server.ts";
 import { startUpstashBridge } from "../packages/upstash-local/src/index.ts";
 
@@ -45,6 +49,9 @@ const ROUNDS = arg("rounds", 3);
 const IDS = Array.from({ length: 1000 }, (_, i) => `user:${i}`);
 const FLOOR = "return 1";
 const SHAPE = "return {1, 1, 99999999, 1700003600000, 0}";
+/** Each copy of Floodgate measured: the working tree's, then the baseline's with `--baseline`. */
+const CORES: { suffix: string; core: Core }[] = [];
+for (const copy of copies()) CORES.push({ suffix: copy.suffix, core: await loadCore(copy) });
 
 interface Subject {
   name: string;
@@ -124,24 +131,37 @@ async function main(): Promise<void> {
   const upstash = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
   const floorSha = (await admin.script("LOAD", FLOOR)) as string;
   const shapeSha = (await admin.script("LOAD", SHAPE)) as string;
-  const policy = slidingWindow({ limit: 100_000_000, window: "1h" });
-  const fgIo = createRateLimiter({ policy, store: redisStore({ client: io }), prefix: "b1:" });
-  const fgNode = createRateLimiter({ policy, store: redisStore({ client: node }), prefix: "b2:" });
-  const fgUp = createRateLimiter({ policy, store: upstashStore({ redis: upstash }), prefix: "b3:" });
-  const rlf = new RateLimiterRedis({ storeClient: io, points: 100_000_000, duration: 3600, keyPrefix: "b4" });
-
   const subjects: Subject[] = [
     { name: "floor: bare EVALSHA (ioredis)", decide: () => io.evalsha(floorSha, 0) },
     { name: "floor with Floodgate's call and reply shape (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => io.evalsha(shapeSha, 1, `b0:{${id}}`, "1", "100000000", "3600000") },
-    { name: "floodgate redisStore (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => fgIo.limit(id) },
+  ];
+  const rlf = new RateLimiterRedis({ storeClient: io, points: 100_000_000, duration: 3600, keyPrefix: "b4" });
+  const ours = (client: string, floor: string, make: (core: Core, n: number) => (id: string) => Promise<unknown>): void => {
+    CORES.forEach(({ suffix, core }, n) => subjects.push({ name: `floodgate ${client}${suffix}`, floor, decide: make(core, n) }));
+  };
+  const limiterOf = (core: Core, store: ReturnType<Core["redisStore"]>, prefix: string) =>
+    core.createRateLimiter({ policy: core.slidingWindow({ limit: 100_000_000, window: "1h" }), store, prefix });
+  ours("redisStore (ioredis)", "floor: bare EVALSHA (ioredis)", (core, n) => {
+    const l = limiterOf(core, core.redisStore({ client: io }), `b1${n}:`);
+    return (id) => l.limit(id);
+  });
+  subjects.push(
     { name: "rate-limiter-flexible RateLimiterRedis (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => rlf.consume(id) },
     { name: "floor: bare EVALSHA (node-redis)", decide: () => node.evalSha(floorSha, { keys: [], arguments: [] }) },
     { name: "floor with Floodgate's call and reply shape (node-redis)", floor: "floor: bare EVALSHA (node-redis)", decide: (id) => node.evalSha(shapeSha, { keys: [`b0:{${id}}`], arguments: ["1", "100000000", "3600000"] }) },
-    { name: "floodgate redisStore (node-redis)", floor: "floor: bare EVALSHA (node-redis)", decide: (id) => fgNode.limit(id) },
+  );
+  ours("redisStore (node-redis)", "floor: bare EVALSHA (node-redis)", (core, n) => {
+    const l = limiterOf(core, core.redisStore({ client: node }), `b2${n}:`);
+    return (id) => l.limit(id);
+  });
+  subjects.push(
     { name: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: () => upstash.evalsha(floorSha, [], []) },
     { name: "floor with Floodgate's call and reply shape (@upstash/redis via bridge)", floor: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: (id) => upstash.evalsha(shapeSha, [`b0:{${id}}`], ["1", "100000000", "3600000"]) },
-    { name: "floodgate upstashStore (@upstash/redis via bridge)", floor: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: (id) => fgUp.limit(id) },
-  ];
+  );
+  ours("upstashStore (@upstash/redis via bridge)", "floor: bare EVALSHA (@upstash/redis via bridge)", (core, n) => {
+    const l = limiterOf(core, core.upstashStore({ redis: upstash }), `b3${n}:`);
+    return (id) => l.limit(id);
+  });
 
   // Commands per decision, and a warm-up (loads the scripts, creates the keys).
   const commands = new Map<string, string>();
@@ -226,17 +246,23 @@ async function instructions(n = 2000): Promise<void> {
     await new Promise((resolve) => client.once("ready", resolve));
     const floorSha = (await client.script("LOAD", FLOOR)) as string;
     const hour = { window: "1h" } as const;
-    const store = redisStore({ client });
-    const limiter = (policy: Parameters<typeof createRateLimiter>[0]["policy"], prefix: string) => createRateLimiter({ policy, store, prefix });
-    const subjects: [string, (id: string) => Promise<unknown>][] = [
-      ["floor: bare EVALSHA of return 1", () => client.evalsha(floorSha, 0)],
-      ["floodgate sliding window", ((l) => (id: string) => l.limit(id))(limiter(slidingWindow({ limit: 100_000_000, ...hour }), "i1:"))],
-      ["floodgate token bucket", ((l) => (id: string) => l.limit(id))(limiter(tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 }), "i2:"))],
-      ["floodgate fixed window", ((l) => (id: string) => l.limit(id))(limiter(fixedWindow({ limit: 100_000_000, ...hour }), "i3:"))],
-      ["floodgate sliding log", ((l) => (id: string) => l.limit(id))(limiter(slidingLog({ limit: 100_000, ...hour }), "i4:"))],
-      ["floodgate token bucket + sliding window (multi)", ((l) => (id: string) => l.limit(id))(limiter([tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "a" }), slidingWindow({ limit: 100_000_000, ...hour, name: "b" })], "i5:"))],
-      ["rate-limiter-flexible RateLimiterRedis", ((l) => (id: string) => l.consume(id))(new RateLimiterRedis({ storeClient: client, points: 100_000_000, duration: 3600, keyPrefix: "i6" }))],
-    ];
+    const subjects: [string, (id: string) => Promise<unknown>][] = [["floor: bare EVALSHA of return 1", () => client.evalsha(floorSha, 0)]];
+    CORES.forEach(({ suffix, core }, n) => {
+      const { createRateLimiter, fixedWindow, slidingLog, slidingWindow, tokenBucket } = core;
+      const store = core.redisStore({ client });
+      const limiter = (policy: Parameters<Core["createRateLimiter"]>[0]["policy"], prefix: string) => {
+        const l = createRateLimiter({ policy, store, prefix: `${prefix}${n}:` });
+        return (id: string) => l.limit(id);
+      };
+      subjects.push(
+        [`floodgate sliding window${suffix}`, limiter(slidingWindow({ limit: 100_000_000, ...hour }), "i1")],
+        [`floodgate token bucket${suffix}`, limiter(tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 }), "i2")],
+        [`floodgate fixed window${suffix}`, limiter(fixedWindow({ limit: 100_000_000, ...hour }), "i3")],
+        [`floodgate sliding log${suffix}`, limiter(slidingLog({ limit: 100_000, ...hour }), "i4")],
+        [`floodgate token bucket + sliding window (multi)${suffix}`, limiter([tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "a" }), slidingWindow({ limit: 100_000_000, ...hour, name: "b" })], "i5")],
+      );
+    });
+    subjects.push(["rate-limiter-flexible RateLimiterRedis", ((l) => (id: string) => l.consume(id))(new RateLimiterRedis({ storeClient: client, points: 100_000_000, duration: 3600, keyPrefix: "i6" }))]);
     const rows = ["| script | instructions per call in Redis |", "|---|---|"];
     for (const [name, decide] of subjects) {
       for (let i = 0; i < 1000; i++) await decide(IDS[i % IDS.length]!);

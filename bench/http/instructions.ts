@@ -6,7 +6,9 @@
 // and GC helper threads, whose work depends on timing, are left out, and so is the kernel (the
 // socket writes, the same with or without a limiter). Unlike the timed run (run.ts), other load
 // on the machine cannot move these figures: repeats agree within a few thousand instructions.
-//   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate] [--warm 4000] [--requests 6000]
+//   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate] [--warm 4000] [--requests 6000] [--baseline <dir>]
+// `--baseline <dir>` (a copy made by scripts/bench-baseline.sh) adds the variant
+// `floodgate-baseline`: the Floodgate server run in that copy's root, so it loads the copy's packages.
 // Variants: none | floodgate | peer | headers | floor (see bench/http/server.ts: `headers` only
 // sets Floodgate's five default headers, constant values, through the cheapest public API;
 // `floor` also reads the method, path and socket address and publishes a result on the request).
@@ -16,6 +18,7 @@ import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { childOf, copies } from "../copies.ts";
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string) => {
@@ -25,10 +28,12 @@ const option = (name: string, fallback: string) => {
 const WARM = Number(option("warm", "4000"));
 const REQUESTS = Number(option("requests", "6000"));
 const FRAMEWORKS = option("only", "hono,express,koa").split(",");
-const VARIANTS = option("variants", "none,headers,floor,floodgate,peer").split(",");
+const [CURRENT, BASELINE] = copies();
+const VARIANTS = option("variants", `none,headers,floor,floodgate,${BASELINE === undefined ? "" : "floodgate-baseline,"}peer`).split(",");
+if (VARIANTS.includes("floodgate-baseline") && BASELINE === undefined) throw new Error("variant floodgate-baseline needs --baseline <dir>");
+const SERVER = fileURLToPath(new URL("server.ts", import.meta.url));
 const CONNECTIONS = 8;
 const PEERS: Record<string, string> = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
-const root = fileURLToPath(new URL("../..", import.meta.url));
 
 if (spawnSync("valgrind", ["--version"]).status !== 0) throw new Error("valgrind is not installed (apt-get install -y valgrind)");
 
@@ -62,8 +67,8 @@ async function perRequest(framework: string, variant: string): Promise<number> {
     const child = spawn(
       "valgrind",
       ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${join(dir, "cg.out")}`,
-        process.execPath, "--import", "tsx", "bench/http/server.ts", framework, variant],
-      { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
+        process.execPath, "--import", "tsx", SERVER, framework, variant === "floodgate-baseline" ? "floodgate" : variant],
+      { ...childOf(variant === "floodgate-baseline" ? BASELINE! : CURRENT!), stdio: ["ignore", "pipe", "pipe"] },
     );
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
@@ -99,6 +104,7 @@ const NAMES: Record<string, (framework: string) => string> = {
   headers: () => "five constant headers only",
   floor: () => "headers + read request + publish result (floor)",
   floodgate: (f) => `@floodgate/${f}`,
+  "floodgate-baseline": (f) => `@floodgate/${f} (baseline)`,
   peer: (f) => PEERS[f]!,
 };
 const rows: string[] = [];

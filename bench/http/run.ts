@@ -1,10 +1,15 @@
 // HTTP overhead benchmark (a harness, not a test): for each framework, a hello route without a
 // limiter, with Floodgate and with the framework's usual peer, measured with autocannon on
 // loopback in the same run, the three alternated round by round. Prints a Markdown table.
-//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5] [--only hono|express|koa] [--floors]
+//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5] [--only hono|express|koa] [--floors] [--baseline <dir>]
+// `--baseline <dir>` (a copy of an earlier commit, made by scripts/bench-baseline.sh) adds a
+// "floodgate (baseline)" variant per framework: the same server script, run in that copy's root
+// so that `@floodgate/<framework>` and the core it imports are the copy's (see bench/copies.ts),
+// alternated with the others in every round.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
+import { childOf, copies } from "../copies.ts";
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number) => {
@@ -18,14 +23,19 @@ const FRAMEWORKS = (["hono", "express", "koa"] as const).filter((f) => only === 
 // `--floors` adds the two reference middlewares of bench/http/server.ts: `headers` (five constant
 // headers shaped like Floodgate's defaults, set the way @floodgate/<framework> sets them) and
 // `floor` (those, plus reading what any limiter reads): what no limiter with these headers can beat.
-const VARIANTS = args.includes("--floors") ? (["none", "floodgate", "peer", "headers", "floor"] as const) : (["none", "floodgate", "peer"] as const);
+const [CURRENT, BASELINE] = copies();
+const VARIANTS = [
+  "none", "floodgate", ...(BASELINE === undefined ? [] : ["floodgate-baseline"]), "peer", ...(args.includes("--floors") ? ["headers", "floor"] : []),
+];
 const LABELS: Record<string, string> = { none: "no limiter", headers: "floor: the five default headers only", floor: "floor: headers + reading method, path, socket" };
+const SERVER = fileURLToPath(new URL("server.ts", import.meta.url));
 const PEERS = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
-const root = fileURLToPath(new URL("../..", import.meta.url));
 
 async function measure(framework: string, variant: string): Promise<{ rps: number; p99: number; cpuUs: number }> {
   // node itself (not the tsx wrapper), so the signal asking for CPU time reaches the server.
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/http/server.ts", framework, variant], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  const baseline = variant === "floodgate-baseline";
+  const { cwd, env } = childOf(baseline ? BASELINE! : CURRENT!);
+  const child = spawn(process.execPath, ["--import", "tsx", SERVER, framework, baseline ? "floodgate" : variant], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
   try {
     const port = await new Promise<number>((resolve, reject) => {
       child.stdout!.on("data", (chunk: Buffer) => {
@@ -84,7 +94,7 @@ for (const framework of FRAMEWORKS) {
     const s = samples[`${framework}/${variant}`]!;
     const rps = median(s.rps);
     const cpu = median(s.cpu);
-    const name = variant === "floodgate" ? "@floodgate/" + framework : variant === "peer" ? PEERS[framework] : LABELS[variant]!;
+    const name = variant === "floodgate" ? "@floodgate/" + framework : variant === "floodgate-baseline" ? `@floodgate/${framework} (baseline)` : variant === "peer" ? PEERS[framework as keyof typeof PEERS] : LABELS[variant]!;
     const added = variant === "none" ? "" : (1e6 / rps - 1e6 / base).toFixed(1);
     const addedCpu = variant === "none" ? "" : (cpu - baseCpu).toFixed(1);
     console.log(`| ${framework} | ${name} | ${Math.round(rps)} | ${median(s.p99)} | ${((rps / base) * 100).toFixed(0)}% | ${added} | ${cpu.toFixed(1)} | ${addedCpu} |`);

@@ -120,7 +120,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const single = policies.length === 1 ? policies[0]! : undefined;
 
   const toDecision = (result: StoreResult): Decision =>
-    single !== undefined ? new SingleDecision(result, single) : new MultiDecision(result, policies);
+    single !== undefined ? singleDecision(result, single) : new MultiDecision(result, policies);
 
   /** Synchronous store answers become decisions at once; remote ones when they arrive. */
   const decide = (result: MaybePromise<StoreResult>): Decision | Promise<Decision> =>
@@ -128,10 +128,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // `null` options are no options, as `undefined` are (not a TypeError from reading `.cost`).
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
-  const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
+  const consume = (key: string, options?: LimitOptions): MaybePromise<StoreResult> => {
     checkKey(key);
-    return decide(store.consume(set, key, costOf(options), clock()));
+    return store.consume(set, key, costOf(options), clock());
   };
+  const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => decide(consume(key, options));
   const peekNow = (key: string): Decision | Promise<Decision> => {
     checkKey(key);
     return decide(store.peek(set, key, clock()));
@@ -143,10 +144,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     prefix: set.prefix,
     decide: decideNow,
     // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
-    // `Promise.resolve` passes a store's promise through as it is.
     limit(key: string, options?: LimitOptions): Promise<Decision> {
       try {
-        return Promise.resolve(decideNow(key, options));
+        const result = consume(key, options);
+        if (single === undefined || !Array.isArray(result)) return Promise.resolve(decide(result));
+        // The decision is made here, not through `toDecision`, and resolved at once: the
+        // optimizing compiler then sees its shape, knows it has no `then`, and fulfills the
+        // promise without looking one up (see singleDecision).
+        return Promise.resolve(singleDecision(result, single));
       } catch (error) {
         return Promise.reject(error);
       }
@@ -187,41 +192,61 @@ function checkCost(cost: unknown): number {
 
 const retryOf = (raw: number): number => (raw === NEVER ? Infinity : raw);
 
-/** A decision over one policy: reads the store's numbers directly, builds `policies` on demand. */
-// Real class fields (not `declare`): the instance is allocated with its final shape, measurably
-// cheaper per decision than adding the properties one by one in the constructor.
-class SingleDecision implements Decision {
-  readonly allowed: boolean;
-  readonly limit: number;
-  readonly remaining: number;
-  readonly resetAt: number;
-  readonly retryAfterMs: number;
-  readonly policy: string;
-  #policies: readonly PolicyDecision[] | undefined;
-
-  constructor(result: StoreResult, policy: Policy) {
-    this.allowed = result[0] === 1;
-    this.limit = policy.limit;
-    this.remaining = result[2]!;
-    this.resetAt = result[3]!;
-    this.retryAfterMs = this.allowed ? 0 : retryOf(result[4]!);
-    this.policy = policy.name;
-  }
+/**
+ * The prototype of every single-policy decision: `policies`, built on first read and kept, and
+ * `toJSON`. Its constructor is never called: the decisions are made by {@link singleDecision}.
+ */
+class SingleDecision {
+  declare readonly allowed: boolean;
+  declare readonly limit: number;
+  declare readonly remaining: number;
+  declare readonly resetAt: number;
+  declare readonly retryAfterMs: number;
+  declare readonly policy: string;
 
   get policies(): readonly PolicyDecision[] {
-    return (this.#policies ??= Object.freeze([Object.freeze({
-      policy: this.policy,
-      allowed: this.allowed,
-      limit: this.limit,
-      remaining: this.remaining,
-      resetAt: this.resetAt,
-      retryAfterMs: this.retryAfterMs,
-    })]));
+    let all = POLICIES.get(this);
+    if (!all) {
+      POLICIES.set(this, all = Object.freeze([Object.freeze({
+        policy: this.policy,
+        allowed: this.allowed,
+        limit: this.limit,
+        remaining: this.remaining,
+        resetAt: this.resetAt,
+        retryAfterMs: this.retryAfterMs,
+      })]));
+    }
+    return all;
   }
 
   toJSON(): object {
     return { ...this, policies: this.policies };
   }
+}
+
+/** A single-policy decision's `policies`, once read: kept outside it, so that it has no other own property. */
+const POLICIES = new WeakMap<SingleDecision, readonly PolicyDecision[]>();
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * A decision over one policy: the store's numbers, on an object made by `Object.create` of
+ * {@link SingleDecision}'s prototype, not by `new SingleDecision()`. When `limit()` resolves its
+ * promise with it, the optimizing compiler (Node 20) skips the look-up of a `then` method only
+ * for an object whose shape it knows from where it was made: so for this one, not for an
+ * instance a constructor built. That look-up walks the prototype chain: with the generic promise
+ * resolution around it, ≈ 300 machine instructions per `limit()` (measured with callgrind).
+ * Properties, their order, the prototype and `toJSON` are those of the class instance.
+ */
+function singleDecision(result: StoreResult, policy: Policy): Decision {
+  const d = Object.create(SingleDecision.prototype) as Mutable<Omit<Decision, "policies">>;
+  d.allowed = result[0] === 1;
+  d.limit = policy.limit;
+  d.remaining = result[2]!;
+  d.resetAt = result[3]!;
+  d.retryAfterMs = d.allowed ? 0 : retryOf(result[4]!);
+  d.policy = policy.name;
+  return d as Decision;
 }
 
 class MultiDecision implements Decision {
