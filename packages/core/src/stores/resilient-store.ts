@@ -300,13 +300,15 @@ class ResilientStoreImpl implements ResilientStore {
         signal.aborted = true;
         this.#timeouts++;
         const error = new FloodgateError("STORE_TIMEOUT", `The ${this.name} store did not answer within ${timeoutMs} ms; the call was abandoned.`);
-        this.#failed(error, atMs + timeoutMs).then(undefined, reject);
+        this.#failed(error, atMs).then(undefined, reject);
       }, timeoutMs);
       pending.then(
         (value) => {
           this.#inFlight--;
           if (timer !== undefined) clearTimeout(timer);
           if (done) {
+            // Slow, not down: later timeouts are no cold start.
+            this.#answered = true;
             if (isConsume && (value as StoreResult)[0] === 1) this.#lateCharge();
             return;
           }
