@@ -121,13 +121,18 @@ export function toStoreError(error: unknown, storeName: string): FloodgateError 
 const isThenable = <T>(v: MaybePromise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
 const isCallersError = (error: unknown): boolean => error instanceof FloodgateError && error.code === "INVALID_ARGUMENT";
 
+/** What {@link Breaker.admit} answers for the call that probes the store after a cool-down. */
+const PROBE = -1;
+
 /**
  * Counts consecutive failures; opens after `threshold`, for a cool-down that doubles with each
  * failed probe up to `maxCooldownMs`. While open, the store is not called; after the cool-down
- * exactly one call probes it, and its success closes the circuit at once.
+ * exactly one call probes it, and its success closes the circuit at once. Failures of calls sent
+ * before the circuit opened change nothing: a stall fails hundreds at once, which is one outage.
  */
 class Breaker {
   #failures = 0;
+  #open = false;
   #openUntil = 0;
   #nextCooldownMs: number;
   /** While a probe is in flight: until when it holds the circuit (a probe that never settles frees it then). */
@@ -138,27 +143,33 @@ class Breaker {
   }
 
   openFor(nowMs: number): number {
-    if (this.#probeUntil > nowMs) return this.#probeUntil - nowMs;
-    return this.#openUntil > nowMs ? this.#openUntil - nowMs : 0;
+    if (!this.#open) return 0;
+    const until = Math.max(this.#probeUntil, this.#openUntil);
+    return until > nowMs ? until - nowMs : 0;
   }
 
-  /** Before a call: ms left open (do not call), or 0 (call; maybe as the one probe). */
+  /** Before a call: ms left open (do not call), 0 (call), or PROBE (call: the one probe). */
   admit(nowMs: number): number {
+    if (!this.#open) return 0;
     const open = this.openFor(nowMs);
-    if (open === 0 && this.#failures >= this.threshold) this.#probeUntil = nowMs + this.#nextCooldownMs;
-    return open;
+    if (open > 0) return open;
+    this.#probeUntil = nowMs + this.#nextCooldownMs;
+    return PROBE;
   }
 
   success(): void {
     this.#failures = 0;
-    this.#openUntil = 0;
+    this.#open = false;
     this.#probeUntil = 0;
     this.#nextCooldownMs = this.cooldownMs;
   }
 
-  failure(nowMs: number): void {
-    this.#probeUntil = 0;
-    if (++this.#failures < this.threshold) return;
+  failure(nowMs: number, probe: boolean): void {
+    if (this.#open) {
+      if (!probe) return;
+      this.#probeUntil = 0;
+    } else if (++this.#failures < this.threshold) return;
+    this.#open = true;
     this.#openUntil = nowMs + this.#nextCooldownMs;
     this.#nextCooldownMs = Math.min(this.#nextCooldownMs * 2, this.maxCooldownMs);
   }
@@ -208,7 +219,8 @@ class ResilientStoreImpl implements ResilientStore {
   #firstCallAtMs: number | undefined;
   /** The clock when the current failure episode began, or undefined while healthy. */
   #failingSinceMs: number | undefined;
-  #failuresThisEpisode = 0;
+  /** Calls failed since the last success: what the recovery line reports. */
+  #failedSinceSuccess = 0;
 
   constructor(inner: RateLimitStore, o: ResilientStoreOptions) {
     this.inner = inner;
@@ -276,6 +288,7 @@ class ResilientStoreImpl implements ResilientStore {
       return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store has ${this.#inFlight} calls in flight already (maxInFlight ${this.#maxInFlight}); this call was not sent. The store is answering too slowly for the traffic: check its latency and load.`));
     }
     const openMs = this.#breaker?.admit(atMs) ?? 0;
+    const probe = openMs === PROBE;
     if (openMs > 0) {
       return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store's circuit is open after repeated failures; the next probe is in ${openMs} ms.`));
     }
@@ -284,7 +297,7 @@ class ResilientStoreImpl implements ResilientStore {
     try {
       pending = invoke(signal);
     } catch (thrown) {
-      return this.#failed(thrown, atMs);
+      return this.#failed(thrown, atMs, probe);
     }
     if (!isThenable(pending)) {
       this.#succeeded(atMs);
@@ -300,7 +313,8 @@ class ResilientStoreImpl implements ResilientStore {
         signal.aborted = true;
         this.#timeouts++;
         const error = new FloodgateError("STORE_TIMEOUT", `The ${this.name} store did not answer within ${timeoutMs} ms; the call was abandoned.`);
-        this.#failed(error, atMs).then(undefined, reject);
+        // The deadline on the limiter's clock: the circuit opens from when the timeout was seen.
+        this.#failed(error, atMs + timeoutMs, probe).then(undefined, reject);
       }, timeoutMs);
       pending.then(
         (value) => {
@@ -321,7 +335,7 @@ class ResilientStoreImpl implements ResilientStore {
           if (timer !== undefined) clearTimeout(timer);
           if (done) return; // abandoned already: counted as its timeout
           done = true;
-          this.#failed(thrown, atMs).then(undefined, reject);
+          this.#failed(thrown, atMs, probe).then(undefined, reject);
         },
       );
     });
@@ -341,10 +355,10 @@ class ResilientStoreImpl implements ResilientStore {
     this.#answered = true;
     this.#breaker?.success();
     const since = this.#failingSinceMs;
+    const failed = this.#failedSinceSuccess;
+    this.#failedSinceSuccess = 0;
     if (since === undefined) return;
     this.#failingSinceMs = undefined;
-    const failed = this.#failuresThisEpisode;
-    this.#failuresThisEpisode = 0;
     this.#log(
       "info",
       `The ${this.name} store answers again, after failing for ${Math.max(0, atMs - since)} ms; ${failed} ${failed === 1 ? "call" : "calls"} failed meanwhile.`,
@@ -352,12 +366,12 @@ class ResilientStoreImpl implements ResilientStore {
   }
 
   /** A failed call: a bad argument is the caller's (rethrown as is); anything else is the store's. */
-  #failed(thrown: unknown, atMs: number): Promise<never> {
+  #failed(thrown: unknown, atMs: number, probe: boolean): Promise<never> {
     if (isCallersError(thrown)) return Promise.reject(thrown);
     const error = toStoreError(thrown, this.name);
     const coldTimeout = error.code === "STORE_TIMEOUT" && !this.#answered && atMs - this.#firstCallAtMs! < WARM_UP_MS;
     if (!coldTimeout) {
-      this.#breaker?.failure(atMs);
+      this.#breaker?.failure(atMs, probe);
       if (this.#failingSinceMs === undefined) {
         this.#failingSinceMs = atMs;
         this.#log(
@@ -372,7 +386,7 @@ class ResilientStoreImpl implements ResilientStore {
 
   #reject(error: FloodgateError): Promise<never> {
     this.#failures++;
-    if (this.#failingSinceMs !== undefined) this.#failuresThisEpisode++;
+    this.#failedSinceSuccess++;
     if (error.code === "STORE_UNAVAILABLE") this.#rejected++;
     try {
       this.#onFailure?.(error);
