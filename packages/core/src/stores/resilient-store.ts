@@ -290,7 +290,7 @@ class ResilientStoreImpl implements ResilientStore {
     const openMs = this.#breaker?.admit(atMs) ?? 0;
     const probe = openMs === PROBE;
     if (openMs > 0) {
-      return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store's circuit is open after repeated failures; the next probe is in ${openMs} ms.`));
+      return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`));
     }
     const signal = { aborted: false };
     let pending: MaybePromise<T>;
