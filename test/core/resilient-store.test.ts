@@ -55,7 +55,7 @@ describe("createRateLimiter: a remote store gets a deadline by default", () => {
     expect(waited).toBeLessThan(1500);
   });
 
-  it("the memory store is not wrapped (it answers synchronously); resilience: false calls a store bare", async () => {
+  it("the memory store is not wrapped (it answers synchronously); resilience: false calls a store bare", () => {
     const memory = memoryStore();
     expect(createRateLimiter({ policy: perMinute(5), store: memory }).store).toBe(memory);
     const store = controlledStore();
@@ -199,7 +199,7 @@ describe("calls in flight are bounded", () => {
 
 describe("cold start", () => {
   it("timeouts before the store's first answer do not open the breaker; after it, they count", async () => {
-    let now = 1_000_000;
+    const now = 1_000_000;
     const store = controlledStore("hang");
     const guarded = resilientStore(store, { timeoutMs: 20, circuitBreaker: { failures: 1 }, logger: false });
     const limiter = createRateLimiter({ policy: perMinute(100), store: guarded, clock: () => now });

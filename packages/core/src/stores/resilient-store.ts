@@ -217,6 +217,7 @@ class ResilientStoreImpl implements ResilientStore {
   #lateCharges = 0;
   #answered = false;
   #firstCallAtMs: number | undefined;
+  #lastNowMs: number | undefined;
   /** The clock when the current failure episode began, or undefined while healthy. */
   #failingSinceMs: number | undefined;
   /** Calls failed since the last success: what the recovery line reports. */
@@ -277,10 +278,12 @@ class ResilientStoreImpl implements ResilientStore {
   /**
    * One guarded call. A synchronous answer passes through as it is (nothing to time out); an
    * asynchronous one races the deadline. `nowMs` is the limiter's clock (the breaker's and the
-   * logs' time); `reset` passes none and reads `Date.now`.
+   * logs' time); `reset` passes none and gets the last time a call brought (a limiter with an
+   * injected clock keeps one timeline).
    */
   #call<T>(nowMs: number | undefined, invoke: (signal: CallSignal) => MaybePromise<T>, isConsume: boolean): MaybePromise<T> {
-    const atMs = nowMs ?? Date.now();
+    const atMs = nowMs ?? this.#lastNowMs ?? Date.now();
+    this.#lastNowMs = atMs;
     this.#calls++;
     this.#firstCallAtMs ??= atMs;
     // The bound first: a call refused here must not take the circuit's one probe.
