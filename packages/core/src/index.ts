@@ -19,7 +19,15 @@ export {
   type TokenBucketOptions,
   type WindowPolicyOptions,
 } from "./policies.ts";
-export type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+export type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+export {
+  resilientStore,
+  type CircuitBreakerOptions,
+  type ResilientStore,
+  type ResilientStoreOptions,
+  type ResilientStoreStats,
+  type StoreLogger,
+} from "./stores/resilient-store.ts";
 export { memoryStore, type MemoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
 export { evaluateState, type EvaluateMode, type KeyState, type StateEvaluation } from "./stores/state.ts";
 export { upstashStore, type UpstashRedisLike, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
@@ -46,7 +54,7 @@ export type {
   RuleOptions,
 } from "./http/options.ts";
 export type { RateLimitInfo } from "./http/result.ts";
-export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./http/store-guard.ts";
+export type { DecisionSource, StoreErrorAction } from "./http/store-guard.ts";
 export { HEADER_NAMES, type HeaderFormat } from "./http/headers.ts";
 export type { ProxyHeader, TrustProxy, TrustProxyPreset, TrustProxyPresetOptions } from "./http/client-ip.ts";
 export { TRUST_PROXY_RANGES, TRUST_PROXY_RANGES_AS_OF } from "./http/proxy-ranges.ts";

@@ -1,9 +1,10 @@
 import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
-import { memoryStore } from "./stores/memory-store.ts";
+import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
+import { isResilientStore, resilientStore, type ResilientStoreOptions } from "./stores/resilient-store.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
 import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
-import { CLOCK_ACCEPTED, isFunction, isStore, parseOptions, prefixOf, STORE_ACCEPTED, type OptionSpecs } from "./validation.ts";
+import { CLOCK_ACCEPTED, isFunction, isRecord, isStore, parseOptions, prefixOf, STORE_ACCEPTED, type OptionSpecs } from "./validation.ts";
 
 /** One policy's figures within a {@link Decision}. */
 export interface PolicyDecision {
@@ -53,6 +54,14 @@ export interface RateLimiterOptions {
   prefix?: string;
   /** Epoch milliseconds; default `Date.now`. Stores on server time (Redis) ignore it. */
   clock?: () => number;
+  /**
+   * The deadline, circuit breaker and bound on calls in flight around `store` (see
+   * {@link resilientStore}); default its defaults (1,000 ms deadline, breaker on, 1,000 calls in
+   * flight), shared by every limiter on the same store. A failed call rejects with `STORE_ERROR`,
+   * `STORE_TIMEOUT` or `STORE_UNAVAILABLE`. `false` calls the store bare. Not applied to the
+   * memory store (it answers synchronously and cannot hang) or to a store already wrapped.
+   */
+  resilience?: false | ResilientStoreOptions;
 }
 
 /** Options of one `limit()` call. */
@@ -91,7 +100,34 @@ const OPTIONS: OptionSpecs = {
   store: [(v) => v === null || isStore(v), STORE_ACCEPTED],
   prefix: /* @__PURE__ */ prefixOf(128),
   clock: [isFunction, CLOCK_ACCEPTED],
+  // Checked in detail by resilientStore().
+  resilience: [(v) => v === false || isRecord(v), "false, or the options of resilientStore() ({ timeoutMs?, circuitBreaker?, maxInFlight?, logger?, onFailure? })"],
 };
+
+/** One wrapper per store for limiters that keep the default resilience: the bound and breaker are per store. */
+const defaultResilient = new WeakMap<RateLimitStore, RateLimitStore>();
+
+/** The store a limiter calls: `store` behind the resilience it asks for. */
+function guardedStore(store: RateLimitStore, resilience: false | ResilientStoreOptions | undefined): RateLimitStore {
+  if (resilience === false || isMemoryStore(store) || isResilientStore(store)) return store;
+  if (resilience !== undefined) return resilientStore(store, resilience);
+  let guarded = defaultResilient.get(store);
+  if (guarded === undefined) defaultResilient.set(store, guarded = resilientStore(store));
+  return guarded;
+}
+
+/** What each limiter was made with, for a layer that rebuilds it over another store (the HTTP layer's own guard). */
+const MADE_WITH = new WeakMap<RateLimiter, { store: RateLimitStore; clock: () => number }>();
+
+/**
+ * The same limiter (policies, prefix, clock) over `store`, with no resilience of its own: for
+ * the HTTP layer, which wraps the store with its own options.
+ */
+export function rebindLimiter(limiter: RateLimiter, store: (bare: RateLimitStore) => RateLimitStore): RateLimiter {
+  const made = MADE_WITH.get(limiter);
+  if (made === undefined) return limiter;
+  return createRateLimiter({ policy: limiter.policies, prefix: limiter.prefix, clock: made.clock, store: store(made.store), resilience: false });
+}
 
 /**
  * Creates a rate limiter. Several policies (e.g. 10 per second AND 1000 per day) are checked in
@@ -101,6 +137,7 @@ const OPTIONS: OptionSpecs = {
  * @param options.store - default `memoryStore()`
  * @param options.prefix - key namespace, default `"fg:"`
  * @param options.clock - epoch-ms clock, default `Date.now`
+ * @param options.resilience - deadline, breaker and in-flight bound around a remote store (default on; `false`: off)
  * @example
  * const limiter = createRateLimiter({ policy: [tokenBucket({ capacity: 10, refillRate: 1 }), fixedWindow({ limit: 1000, window: "1d" })] });
  * const decision = await limiter.limit("user:42");
@@ -112,7 +149,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   if (new Set(policies.map((p) => p.name)).size !== policies.length) {
     throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`policy\`: two policies share a name (${policies.map((p) => p.name).join(", ")}); give each a distinct \`name\`.`);
   }
-  const store = o.store ?? memoryStore();
+  const bare = o.store ?? memoryStore();
+  const store = guardedStore(bare, o.resilience);
   const clock = o.clock ?? Date.now;
   // The store gets its own unfrozen copy: optimized code reads a frozen array's elements through
   // a generic inline cache, ~70 machine instructions per decision (measured with callgrind).
@@ -138,7 +176,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     return decide(store.peek(set, key, clock()));
   };
 
-  return Object.freeze({
+  const limiter: RateLimiter = Object.freeze({
     policies,
     store,
     prefix: set.prefix,
@@ -172,6 +210,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await store.reset(set, key);
     },
   });
+  MADE_WITH.set(limiter, { store: bare, clock });
+  return limiter;
 }
 
 function checkKey(key: unknown): void {

@@ -146,9 +146,15 @@ export interface HttpRateLimitOptions<Raw = unknown> {
    * same policies), `"allow"` or `"deny"`; or a hook returning one of those (void: `"fallback"`).
    */
   onStoreError?: StoreErrorAction | ((error: FloodgateError, req: RateLimitRequest<Raw> | undefined) => StoreErrorAction | void);
-  /** Abandon a store call after this many ms (default: no deadline). */
-  timeoutMs?: number;
-  /** Stop calling a failing store for a cool-down (default `{ failures: 5, cooldownMs: 30000 }`). */
+  /**
+   * Abandon a store call after this many ms (default 1,000 for remote stores; the memory store
+   * answers synchronously and is never timed); `false` for no deadline.
+   */
+  timeoutMs?: number | false;
+  /**
+   * Stop calling a failing store for a cool-down that starts at 1 s and doubles with each failed
+   * probe up to 30 s (default `{ failures: 5, cooldownMs: 1000, maxCooldownMs: 30000 }`); `false` to disable.
+   */
   circuitBreaker?: false | CircuitBreakerOptions;
   /** Called with every decision. */
   onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void;
@@ -177,7 +183,7 @@ function specs(): OptionSpecs {
   const isCost = (v: unknown): boolean => isFunction(v) === true || whole(0)(v) === true;
   const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
   const isFormat = oneOf(FORMATS);
-  const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1) });
+  const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) });
   const bool: OptionSpec = [isBoolean, "a boolean"];
   return optionSpecs = {
     limiter: [isLimiter, "a limiter from createRateLimiter()"],
@@ -213,8 +219,8 @@ function specs(): OptionSpecs {
       (v) => isFunction(v) || v === "allow" || v === "deny" || v === "fallback",
       '"allow", "deny", "fallback", or a function returning one of them',
     ],
-    timeoutMs: range("a whole number of milliseconds", 1, 60_000),
-    circuitBreaker: [(v) => v === false || isBreaker(v), "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1 }"],
+    timeoutMs: [(v) => v === false || whole(1, 60_000)(v), "a whole number of milliseconds from 1 to 60000, or false (no deadline)"],
+    circuitBreaker: [(v) => v === false || isBreaker(v), "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }"],
     onDecision: FUNCTION,
     onLimited: FUNCTION,
     logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],

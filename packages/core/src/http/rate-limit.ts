@@ -8,7 +8,7 @@ import { headerFormats, parseHttpOptions, WHERE, type HttpRateLimitOptions, type
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { compileRules } from "./rules.ts";
-import { breakersFor, storeFailurePolicy, type StoreOutcome } from "./store-guard.ts";
+import { storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";
 
 // The per-request decision: construction validates and compiles everything once; `decideRequest`
@@ -83,8 +83,8 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     clock,
     formats: headerFormats(o.headers),
     baseStore: o.store ?? o.limiter?.store ?? memoryStore(),
-    breakerFor: breakersFor(o.circuitBreaker),
-    failurePolicy: storeFailurePolicy(o.onStoreError, o.timeoutMs, clock, callHook),
+    guard: storeGuard({ timeoutMs: o.timeoutMs, circuitBreaker: o.circuitBreaker, logger: o.logger ?? console }),
+    failurePolicy: storeFailurePolicy(o.onStoreError, clock, callHook),
   });
 
   const allowIps: IpRange[] = [];

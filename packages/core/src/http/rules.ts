@@ -1,10 +1,11 @@
 import { FloodgateError } from "../errors.ts";
 import { createRateLimiter, type RateLimiter } from "../limiter.ts";
 import { isPolicy, type Policy } from "../policies.ts";
+import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
 import { invalidHttpOption, RULE_ACCEPTED, WHERE, type CostFunction, type HttpRateLimitOptions, type KeyFunction, type Rule, type RuleOptions } from "./options.ts";
-import { GuardedLimiter, type CircuitBreaker, type StoreFailurePolicy } from "./store-guard.ts";
+import { GuardedLimiter, type StoreFailurePolicy } from "./store-guard.ts";
 
 // Rules: "METHOD /path" patterns (compiled, ordered by specificity, matched per request) and the
 // limiter, key, cost and header writer each rule compiles to.
@@ -150,7 +151,8 @@ export interface RuleContext {
   readonly clock: () => number;
   readonly formats: readonly HeaderFormat[];
   readonly baseStore: RateLimitStore;
-  readonly breakerFor: (store: RateLimitStore) => CircuitBreaker | undefined;
+  /** The limiter to use for a rule's limiter: over its store behind the middleware's resilient wrapper. */
+  readonly guard: (limiter: RateLimiter) => RateLimiter;
   readonly failurePolicy: StoreFailurePolicy;
 }
 
@@ -167,8 +169,10 @@ export interface RuleSet<Raw> {
 const seenByStore = new WeakMap<RateLimitStore, Map<string, WeakSet<object>>>();
 
 function seenOf(limiter: RateLimiter): WeakSet<object> {
-  let byPrefix = seenByStore.get(limiter.store);
-  if (byPrefix === undefined) seenByStore.set(limiter.store, byPrefix = new Map());
+  // The store under any resilient wrapper: limiters on one store may each have their own.
+  const store = unwrapStore(limiter.store);
+  let byPrefix = seenByStore.get(store);
+  if (byPrefix === undefined) seenByStore.set(store, byPrefix = new Map());
   let seen = byPrefix.get(limiter.prefix);
   if (seen === undefined) byPrefix.set(limiter.prefix, seen = new WeakSet());
   return seen;
@@ -198,7 +202,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     return {
       name,
       pattern,
-      limiter: new GuardedLimiter(limiter, context.breakerFor(limiter.store), context.failurePolicy),
+      limiter: new GuardedLimiter(context.guard(limiter), context.failurePolicy),
       policies: limiter.policies,
       key: r.key,
       cost: r.cost ?? o.cost ?? 1,

@@ -97,6 +97,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStoreImpl(maxKeys);
 }
 
+/** True for a store made by {@link memoryStore}: it answers synchronously, from this process. */
+export const isMemoryStore = (store: unknown): boolean => store instanceof MemoryStoreImpl;
+
 class MemoryStoreImpl implements MemoryStore {
   readonly name = "memory" as const;
   readonly ownsClock = false;

@@ -15,6 +15,14 @@ export interface PolicySet {
 }
 
 /**
+ * Tells a store that the caller stopped waiting for this call (its deadline passed): a store
+ * should then send nothing more for it (no follow-up command). `AbortSignal` is one.
+ */
+export interface CallSignal {
+  readonly aborted: boolean;
+}
+
+/**
  * A store's answer: `[allowed, ...per policy (allowed, remaining, resetAt, retryAfterMs)]`,
  * `allowed` as 1 or 0, times in epoch ms, `retryAfterMs` -1 when the cost exceeds that
  * policy's limit. Flat numbers, because that is what a Redis script can return cheaply.
@@ -34,10 +42,13 @@ export interface RateLimitStore {
    * True when the store reads time itself (a Redis server's clock) and ignores `nowMs`.
    */
   readonly ownsClock?: boolean;
-  /** Checks and, when every policy admits `cost`, charges it. */
-  consume(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<StoreResult>;
+  /**
+   * Checks and, when every policy admits `cost`, charges it. `signal`, when given, turns
+   * `aborted` once the caller has abandoned the call: send no further command for it.
+   */
+  consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
   /** The same figures for a cost of 1, charging nothing. */
-  peek(set: PolicySet, key: string, nowMs: number): MaybePromise<StoreResult>;
+  peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
   /** Gives back up to `cost` units to every policy, never beyond an empty state. */
   refund(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<void>;
   /** Deletes exactly this key's state in this set, nothing else. */

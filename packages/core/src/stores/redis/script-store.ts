@@ -1,7 +1,7 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS } from "../../algorithms/registry.ts";
 import { describeValue, FloodgateError } from "../../errors.ts";
-import type { PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import type { CallSignal, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { isBoolean, oneOf, whole, type OptionSpecs } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
 import { luaScripts, type LuaScript } from "./lua.ts";
@@ -119,21 +119,21 @@ export class ScriptStore implements RedisScriptStore {
     return this.#cache?.size ?? 0;
   }
 
-  consume(set: PolicySet, key: string, cost: number, nowMs: number): Promise<StoreResult> | StoreResult {
+  consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult> | StoreResult {
     const prepared = this.#prepared.get(set) ?? this.#prepare(set);
     const base = baseKey(set.prefix, key);
     const cache = this.#cache;
-    if (cache === undefined) return this.#run(prepared, base, "consume", cost, nowMs, false, 0);
+    if (cache === undefined) return this.#run(prepared, base, "consume", cost, nowMs, false, 0, signal);
     const sentAt = this.ownsClock ? monotonic() : nowMs;
     if (cache.size > 0) {
       const hit = cache.check(base, prepared.id, cost, sentAt);
       if (hit !== undefined) return hit;
     }
-    return this.#run(prepared, base, "consume", cost, nowMs, true, sentAt);
+    return this.#run(prepared, base, "consume", cost, nowMs, true, sentAt, signal);
   }
 
-  peek(set: PolicySet, key: string, nowMs: number): Promise<StoreResult> {
-    return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, false, 0);
+  peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
+    return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, false, 0, signal);
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number): Promise<void> {
@@ -169,8 +169,10 @@ export class ScriptStore implements RedisScriptStore {
    * One script call. An async function on purpose: it awaits the client's promise once, exactly
    * the hop a `.then` would take, and keeps its per-call state without allocating closures.
    * `remember`: a consume with the deny cache on, sent at `sentAt` (the cache's clock).
+   * `signal`: once aborted, the caller has stopped waiting, and no EVAL follows a NOSCRIPT (it
+   * would charge a request that already got another answer).
    */
-  async #run(prepared: Prepared, base: string, op: Op, cost: number, nowMs: number, remember: boolean, sentAt: number): Promise<StoreResult> {
+  async #run(prepared: Prepared, base: string, op: Op, cost: number, nowMs: number, remember: boolean, sentAt: number, signal?: CallSignal): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
     if (this.ownsClock && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
@@ -187,6 +189,9 @@ export class ScriptStore implements RedisScriptStore {
       reply = await this.#transport.evalsha(script.sha, keys, args);
     } catch (error) {
       if (!isNoScript(error)) throw storeError(this.name, op, error);
+      if (signal?.aborted === true) {
+        throw new FloodgateError("STORE_TIMEOUT", `${this.name} store: ${op} was abandoned before the script was loaded; it was not sent again.`);
+      }
       try {
         reply = await this.#transport.eval(script.source, keys, args);
       } catch (retryError) {

@@ -1,0 +1,412 @@
+import { describeValue, FloodgateError } from "../errors.ts";
+import { isFunction, objectOf, parseOptions, whole, type OptionSpecs } from "../validation.ts";
+import type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+
+// One implementation of what a failing store must never do to the app: hang a request (a deadline
+// on every asynchronous call), be called while it is known to be down (a circuit breaker that
+// probes with a back-off), pile up calls without limit (a bound on calls in flight), or fail
+// silently (one log line when it starts failing, one when it recovers, and counters).
+
+/** Options of the circuit breaker that stops calling a failing store. */
+export interface CircuitBreakerOptions {
+  /** Consecutive failures (errors or timeouts) that open the circuit (default 5). */
+  failures?: number;
+  /**
+   * How long the circuit stays open the first time, in ms (default 1,000); then one call probes
+   * the store. Without `maxCooldownMs`, a `cooldownMs` you set is the cool-down every time.
+   */
+  cooldownMs?: number;
+  /**
+   * The longest cool-down, in ms: each failed probe doubles the cool-down up to it (default
+   * 30,000, or `cooldownMs` when only that is set).
+   */
+  maxCooldownMs?: number;
+}
+
+/** Where a resilient store writes that its store started failing or recovered (default `console`). */
+export interface StoreLogger {
+  warn(message: string): void;
+  /** Used for the recovery line when present; else `warn`. */
+  info?(message: string): void;
+}
+
+/** Options of {@link resilientStore}. */
+export interface ResilientStoreOptions {
+  /**
+   * Abandon an asynchronous store call after this many ms with `STORE_TIMEOUT` (default 1,000:
+   * above a far-region Upstash round trip's p99, below a typical HTTP client's timeout); `false`
+   * for none. A store that answers synchronously (the memory store) is never timed.
+   */
+  timeoutMs?: number | false;
+  /** Stop calling a failing store for a cool-down (default `{ failures: 5, cooldownMs: 1000, maxCooldownMs: 30000 }`); `false` to disable. */
+  circuitBreaker?: false | CircuitBreakerOptions;
+  /** Most calls this store may have in flight; further calls fail at once with `STORE_UNAVAILABLE` (default 1,000). */
+  maxInFlight?: number;
+  /** Where the failing and recovered lines go (default `console`); `false` for nowhere. */
+  logger?: StoreLogger | false;
+  /** Called with every failed call's error (`STORE_ERROR`, `STORE_TIMEOUT`, `STORE_UNAVAILABLE`), e.g. to count them. */
+  onFailure?: (error: FloodgateError) => void;
+}
+
+/** A resilient store's counters since it was made. */
+export interface ResilientStoreStats {
+  /** Calls made through the wrapper. */
+  readonly calls: number;
+  /** Calls that failed: the store's errors, timeouts and calls not sent (`rejected`). */
+  readonly failures: number;
+  /** Calls abandoned at their deadline. */
+  readonly timeouts: number;
+  /** Calls failed without calling the store: circuit open, or `maxInFlight` reached. */
+  readonly rejected: number;
+  /** Calls to the store that have not settled yet, abandoned ones included. */
+  readonly inFlight: number;
+  /** True from the first failure that counts against the breaker until the next success. */
+  readonly failing: boolean;
+  /**
+   * Consumes abandoned at their deadline that the store later admitted and charged: units
+   * charged for requests that got the store-failure answer instead. They are not given back.
+   */
+  readonly lateCharges: number;
+}
+
+/** A store behind a deadline, a circuit breaker and a bound on calls in flight. */
+export interface ResilientStore extends RateLimitStore {
+  /** The store it wraps. */
+  readonly inner: RateLimitStore;
+  /** Ms the circuit stays open from `nowMs` (0: closed, the store is called). */
+  openForMs(nowMs: number): number;
+  stats(): ResilientStoreStats;
+}
+
+const DEFAULT_TIMEOUT_MS = 1000;
+const DEFAULT_FAILURES = 5;
+const DEFAULT_COOLDOWN_MS = 1000;
+const DEFAULT_MAX_COOLDOWN_MS = 30_000;
+const DEFAULT_MAX_IN_FLIGHT = 1000;
+/**
+ * Before the store's first answer, a timeout is a cold start (connecting, loading scripts) more
+ * often than a fault: for this long after the first call it does not count against the breaker.
+ */
+const WARM_UP_MS = 10_000;
+
+const OPTIONS: OptionSpecs = {
+  timeoutMs: [(v) => v === false || whole(1, 60_000)(v), "a whole number of milliseconds from 1 to 60000, or false (no deadline)"],
+  circuitBreaker: [
+    (v) => v === false || objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) })(v),
+    "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }",
+  ],
+  maxInFlight: [whole(1), "a whole number >= 1"],
+  logger: [(v) => v === false || (typeof v === "object" && v !== null && typeof (v as StoreLogger).warn === "function"), "false or an object with a warn(message) method, such as console"],
+  onFailure: [isFunction, "a function called with each failure's FloodgateError"],
+};
+
+const RESILIENT = Symbol("floodgate.resilientStore");
+
+/** True for a store made by {@link resilientStore}. */
+export const isResilientStore = (store: RateLimitStore): store is ResilientStore => (store as { [RESILIENT]?: true })[RESILIENT] === true;
+
+/** The store under any resilient wrapper. */
+export const unwrapStore = (store: RateLimitStore): RateLimitStore => (isResilientStore(store) ? store.inner : store);
+
+/** An error's message; anything else described (`String()` throws for an object without a prototype). */
+export const errorText = (error: unknown): string => (error instanceof Error ? error.message : describeValue(error));
+
+/** Wraps anything a store threw as a `FloodgateError` with code `STORE_ERROR` (keeping the cause). */
+export function toStoreError(error: unknown, storeName: string): FloodgateError {
+  // STORE_TIMEOUT, STORE_UNAVAILABLE or STORE_ERROR already.
+  if (error instanceof FloodgateError && error.code.startsWith("STORE_")) return error;
+  return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${errorText(error)}`, { cause: error });
+}
+
+const isThenable = <T>(v: MaybePromise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
+const isCallersError = (error: unknown): boolean => error instanceof FloodgateError && error.code === "INVALID_ARGUMENT";
+
+/** What {@link Breaker.admit} answers for the call that probes the store after a cool-down. */
+const PROBE = -1;
+
+/**
+ * Counts consecutive failures; opens after `threshold`, for a cool-down that doubles with each
+ * failed probe up to `maxCooldownMs`. While open, the store is not called; after the cool-down
+ * exactly one call probes it, and its success closes the circuit at once. Failures of calls sent
+ * before the circuit opened change nothing: a stall fails hundreds at once, which is one outage.
+ */
+class Breaker {
+  #failures = 0;
+  #open = false;
+  #openUntil = 0;
+  #nextCooldownMs: number;
+  /** While a probe is in flight: until when it holds the circuit (a probe that never settles frees it then). */
+  #probeUntil = 0;
+
+  constructor(readonly threshold: number, readonly cooldownMs: number, readonly maxCooldownMs: number) {
+    this.#nextCooldownMs = cooldownMs;
+  }
+
+  openFor(nowMs: number): number {
+    if (!this.#open) return 0;
+    const until = Math.max(this.#probeUntil, this.#openUntil);
+    return until > nowMs ? until - nowMs : 0;
+  }
+
+  /** Before a call: ms left open (do not call), 0 (call), or PROBE (call: the one probe). */
+  admit(nowMs: number): number {
+    if (!this.#open) return 0;
+    const open = this.openFor(nowMs);
+    if (open > 0) return open;
+    this.#probeUntil = nowMs + this.#nextCooldownMs;
+    return PROBE;
+  }
+
+  success(): void {
+    this.#failures = 0;
+    this.#open = false;
+    this.#probeUntil = 0;
+    this.#nextCooldownMs = this.cooldownMs;
+  }
+
+  failure(nowMs: number, probe: boolean): void {
+    if (this.#open) {
+      if (!probe) return;
+      this.#probeUntil = 0;
+    } else if (++this.#failures < this.threshold) return;
+    this.#open = true;
+    this.#openUntil = nowMs + this.#nextCooldownMs;
+    this.#nextCooldownMs = Math.min(this.#nextCooldownMs * 2, this.maxCooldownMs);
+  }
+}
+
+/**
+ * Wraps `store` so that no call hangs past its deadline, a failing store is probed instead of
+ * called, calls in flight are bounded, and its failures are logged and counted. Every failure
+ * rejects with a `FloodgateError` (`STORE_ERROR`, `STORE_TIMEOUT` or `STORE_UNAVAILABLE`);
+ * `createRateLimiter` wraps every store but the memory store this way by default, and the HTTP
+ * middlewares turn these errors into their `onStoreError` answer.
+ *
+ * @param options.timeoutMs - deadline of an asynchronous call (default 1,000 ms; `false`: none)
+ * @param options.circuitBreaker - default `{ failures: 5, cooldownMs: 1000, maxCooldownMs: 30000 }`
+ * @param options.maxInFlight - most unsettled calls (default 1,000)
+ * @param options.logger - default `console`
+ * @example
+ * const store = resilientStore(redisStore({ client }), { timeoutMs: 300 });
+ * const limiter = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }), store });
+ * // store.stats().failures for metrics
+ */
+export function resilientStore(store: RateLimitStore, options: ResilientStoreOptions = {}): ResilientStore {
+  const o = parseOptions<ResilientStoreOptions>(options, "resilientStore()", OPTIONS);
+  if (typeof store !== "object" || store === null || typeof store.consume !== "function") {
+    throw new FloodgateError("INVALID_ARGUMENT", `resilientStore(): received ${describeValue(store)} as the store; expected a store such as upstashStore() or redisStore().`);
+  }
+  return new ResilientStoreImpl(store, o);
+}
+
+class ResilientStoreImpl implements ResilientStore {
+  readonly [RESILIENT] = true as const;
+  readonly name: string;
+  readonly ownsClock?: boolean;
+  readonly inner: RateLimitStore;
+  readonly #timeoutMs: number | undefined;
+  readonly #breaker: Breaker | undefined;
+  readonly #maxInFlight: number;
+  readonly #logger: StoreLogger | undefined;
+  readonly #onFailure: ((error: FloodgateError) => void) | undefined;
+  #calls = 0;
+  #failures = 0;
+  #timeouts = 0;
+  #rejected = 0;
+  #inFlight = 0;
+  #lateCharges = 0;
+  #answered = false;
+  #firstCallAtMs: number | undefined;
+  #lastNowMs: number | undefined;
+  /** The clock when the current failure episode began, or undefined while healthy. */
+  #failingSinceMs: number | undefined;
+  /** Calls failed since the last success: what the recovery line reports. */
+  #failedSinceSuccess = 0;
+
+  constructor(inner: RateLimitStore, o: ResilientStoreOptions) {
+    this.inner = inner;
+    this.name = inner.name;
+    if (inner.ownsClock !== undefined) this.ownsClock = inner.ownsClock;
+    this.#timeoutMs = o.timeoutMs === false ? undefined : o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const b = o.circuitBreaker;
+    this.#breaker = b === false ? undefined : new Breaker(
+      b?.failures ?? DEFAULT_FAILURES,
+      b?.cooldownMs ?? DEFAULT_COOLDOWN_MS,
+      Math.max(b?.maxCooldownMs ?? (b?.cooldownMs ?? DEFAULT_MAX_COOLDOWN_MS), b?.cooldownMs ?? DEFAULT_COOLDOWN_MS),
+    );
+    this.#maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    this.#logger = o.logger === false ? undefined : o.logger ?? (globalThis as { console?: StoreLogger }).console;
+    this.#onFailure = o.onFailure;
+  }
+
+  openForMs(nowMs: number): number {
+    return this.#breaker?.openFor(nowMs) ?? 0;
+  }
+
+  stats(): ResilientStoreStats {
+    return {
+      calls: this.#calls,
+      failures: this.#failures,
+      timeouts: this.#timeouts,
+      rejected: this.#rejected,
+      inFlight: this.#inFlight,
+      failing: this.#failingSinceMs !== undefined,
+      lateCharges: this.#lateCharges,
+    };
+  }
+
+  consume(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<StoreResult> {
+    return this.#call(nowMs, (signal) => this.inner.consume(set, key, cost, nowMs, signal), true);
+  }
+
+  peek(set: PolicySet, key: string, nowMs: number): MaybePromise<StoreResult> {
+    return this.#call(nowMs, (signal) => this.inner.peek(set, key, nowMs, signal), false);
+  }
+
+  refund(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<void> {
+    return this.#call(nowMs, () => this.inner.refund(set, key, cost, nowMs), false);
+  }
+
+  reset(set: PolicySet, key: string): MaybePromise<void> {
+    return this.#call(undefined, () => this.inner.reset(set, key), false);
+  }
+
+  dispose(): MaybePromise<void> {
+    return this.inner.dispose?.();
+  }
+
+  /**
+   * One guarded call. A synchronous answer passes through as it is (nothing to time out); an
+   * asynchronous one races the deadline. `nowMs` is the limiter's clock (the breaker's and the
+   * logs' time); `reset` passes none and gets the last time a call brought (a limiter with an
+   * injected clock keeps one timeline).
+   */
+  #call<T>(nowMs: number | undefined, invoke: (signal: CallSignal) => MaybePromise<T>, isConsume: boolean): MaybePromise<T> {
+    const atMs = nowMs ?? this.#lastNowMs ?? Date.now();
+    this.#lastNowMs = atMs;
+    this.#calls++;
+    this.#firstCallAtMs ??= atMs;
+    // The bound first: a call refused here must not take the circuit's one probe.
+    if (this.#inFlight >= this.#maxInFlight) {
+      return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store has ${this.#inFlight} calls in flight already (maxInFlight ${this.#maxInFlight}); this call was not sent. The store is answering too slowly for the traffic: check its latency and load.`));
+    }
+    const openMs = this.#breaker?.admit(atMs) ?? 0;
+    const probe = openMs === PROBE;
+    if (openMs > 0) {
+      return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`));
+    }
+    const signal = { aborted: false };
+    let pending: MaybePromise<T>;
+    try {
+      pending = invoke(signal);
+    } catch (thrown) {
+      return this.#failed(thrown, atMs, probe);
+    }
+    if (!isThenable(pending)) {
+      this.#succeeded(atMs);
+      return pending;
+    }
+    this.#inFlight++;
+    const timeoutMs = this.#timeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+        if (done) return;
+        done = true;
+        signal.aborted = true;
+        this.#timeouts++;
+        const error = new FloodgateError("STORE_TIMEOUT", `The ${this.name} store did not answer within ${timeoutMs} ms; the call was abandoned.`);
+        // The deadline on the limiter's clock: the circuit opens from when the timeout was seen.
+        this.#failed(error, atMs + timeoutMs, probe).then(undefined, reject);
+      }, timeoutMs);
+      pending.then(
+        (value) => {
+          this.#inFlight--;
+          if (timer !== undefined) clearTimeout(timer);
+          if (done) {
+            // Slow, not down: later timeouts are no cold start.
+            this.#answered = true;
+            if (isConsume && (value as StoreResult)[0] === 1) this.#lateCharge();
+            return;
+          }
+          done = true;
+          this.#succeeded(atMs);
+          resolve(value);
+        },
+        (thrown: unknown) => {
+          this.#inFlight--;
+          if (timer !== undefined) clearTimeout(timer);
+          if (done) return; // abandoned already: counted as its timeout
+          done = true;
+          this.#failed(thrown, atMs, probe).then(undefined, reject);
+        },
+      );
+    });
+  }
+
+  /**
+   * A consume abandoned at its deadline that the store then admitted: its units stay charged to
+   * a request that got the failure answer. Called once per such call; counted in `lateCharges`.
+   * Giving the units back needs a refund into the exact window the consume charged; a refund by
+   * key and cost alone may land in a later window, on someone else's units.
+   */
+  #lateCharge(): void {
+    this.#lateCharges++;
+  }
+
+  #succeeded(atMs: number): void {
+    this.#answered = true;
+    this.#breaker?.success();
+    const since = this.#failingSinceMs;
+    const failed = this.#failedSinceSuccess;
+    this.#failedSinceSuccess = 0;
+    if (since === undefined) return;
+    this.#failingSinceMs = undefined;
+    this.#log(
+      "info",
+      `The ${this.name} store answers again, after failing for ${Math.max(0, atMs - since)} ms; ${failed} ${failed === 1 ? "call" : "calls"} failed meanwhile.`,
+    );
+  }
+
+  /** A failed call: a bad argument is the caller's (rethrown as is); anything else is the store's. */
+  #failed(thrown: unknown, atMs: number, probe: boolean): Promise<never> {
+    if (isCallersError(thrown)) return Promise.reject(thrown);
+    const error = toStoreError(thrown, this.name);
+    const coldTimeout = error.code === "STORE_TIMEOUT" && !this.#answered && atMs - this.#firstCallAtMs! < WARM_UP_MS;
+    if (!coldTimeout) {
+      this.#breaker?.failure(atMs, probe);
+      if (this.#failingSinceMs === undefined) {
+        this.#failingSinceMs = atMs;
+        this.#log(
+          "warn",
+          `The ${this.name} store is failing (${error.code}: ${error.message}). Calls fail until it answers again, and limits follow the store-failure policy meanwhile. ` +
+            "Check that the store is reachable from this process, and its address, credentials and load.",
+        );
+      }
+    }
+    return this.#reject(error);
+  }
+
+  #reject(error: FloodgateError): Promise<never> {
+    this.#failures++;
+    this.#failedSinceSuccess++;
+    if (error.code === "STORE_UNAVAILABLE") this.#rejected++;
+    try {
+      this.#onFailure?.(error);
+    } catch {
+      // An observer's bug must not change the call's outcome.
+    }
+    return Promise.reject(error);
+  }
+
+  #log(level: "warn" | "info", message: string): void {
+    const logger = this.#logger;
+    if (logger === undefined) return;
+    try {
+      if (level === "info" && typeof logger.info === "function") logger.info(`[floodgate] ${message}`);
+      else logger.warn(`[floodgate] ${message}`);
+    } catch {
+      // A broken logger must not break the call.
+    }
+  }
+}
