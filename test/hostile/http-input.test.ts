@@ -184,7 +184,16 @@ describe.each(ADAPTERS)("$name under hostile requests", (adapter) => {
         }
         cases.delete(id);
       }),
-      { numRuns: runs(120) },
+      {
+        numRuns: runs(120),
+        // Besides the random ones, one of each outcome the checks below expect: a cost over the
+        // limit (429), a cost that is not a number (the app's 500), a method Node refuses (400).
+        examples: [
+          [{ server: 0, method: "GET", target: "/api/1", forwarding: [], key: "over", cost: 10, async: false }],
+          [{ server: 1, method: "POST", target: "/login", forwarding: [], key: "nan", cost: NaN, async: true }],
+          [{ server: 0, method: "G(T", target: "/", forwarding: [], key: undefined, cost: 1, async: false }],
+        ],
+      },
     );
     expect(collector.escaped).toEqual([]);
     // The run reached every outcome: admitted, limited, the app's own 500, and Node's own 4xx.
@@ -193,14 +202,16 @@ describe.each(ADAPTERS)("$name under hostile requests", (adapter) => {
   });
 
   it("reports a cost function's garbage as INVALID_ARGUMENT naming the value", async () => {
-    for (const [cost, shown] of [[-1, "-1"], [1.5, "1.5"], [NaN, "NaN"], ["1", '"1"'], [1e300, "1e+300"]] as const) {
+    for (const [cost, shown] of [[-1, "-1"], [1.5, "1.5"], [NaN, "NaN"], ["1", '"1"'], [1e300, "1e+300"], [2 ** 53, "9007199254740992"]] as const) {
       const id = `c${nextCase++}`;
       cases.set(id, { key: "k", cost, async: false });
       const reply = await rawRequest(apps[0]!.port, ["GET /x HTTP/1.1", "Host: 127.0.0.1", `X-Case: ${id}`].join("\r\n"));
       expect(reply.status).toBe(500);
       const body = JSON.parse(reply.body);
       expect(body.code).toBe("INVALID_ARGUMENT");
-      expect(body.message).toContain(shown);
+      // The cost function's own error, naming it and the accepted range, for a value too large too.
+      expect(body.message).toContain(`the \`cost\` function returned ${shown}`);
+      expect(body.message).toContain("from 0 to 9007199254740991");
     }
     expect(collector.escaped).toEqual([]);
   });
