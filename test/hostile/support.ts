@@ -260,8 +260,8 @@ export const FETCH: Adapter = {
     const errors: unknown[] = [];
     // The decision reaches the inner handler through onDecision: withRateLimit hands it nothing else.
     const decided = new WeakMap<Request, string>();
-    const handler = withRateLimit(
-      (request: Request) => {
+    const handler = withRateLimit<[string | undefined]>(
+      (request: Request, _ip: string | undefined) => {
         const key = decided.get(request);
         return new Response(routeBody(key === undefined ? undefined : { key }), { headers: { "content-type": "application/json" } });
       },
@@ -272,7 +272,7 @@ export const FETCH: Adapter = {
           decided.set(req.raw as Request, info.key);
           options.onDecision?.(info, req);
         },
-      } as Parameters<typeof withRateLimit<[string | undefined]>>[1],
+      },
     );
     const server = createServer((req, res) => {
       let request: Request;
@@ -284,7 +284,7 @@ export const FETCH: Adapter = {
         res.end();
         return;
       }
-      handler(request, req.socket.remoteAddress)
+      Promise.resolve(handler(request, req.socket.remoteAddress))
         .then(async (response) => {
           res.statusCode = response.status;
           response.headers.forEach((value, name) => res.setHeader(name, value));
