@@ -5,6 +5,7 @@
 // the documented programmer mistake (a key or cost the limiter rejects: INVALID_ARGUMENT), which
 // fails that request alone.
 import { FloodgateError, fixedWindow, slidingLog, slidingWindow, tokenBucket, type HttpRateLimitOptions } from "@floodgate/core";
+import { groupIp, inRange, parseForwarded, parseIp, parseRange, type ParsedIp } from "@floodgate/core/http";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADAPTERS, checkReply, escapeCollector, rawRequest, runs, type RunningApp } from "./support.ts";
@@ -91,6 +92,8 @@ const keyValue = fc.oneof(
   { weight: 8, arbitrary: fc.array(keyPart, { minLength: 1, maxLength: 10 }).map((parts) => parts.join("")) },
   { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 900, max: 10_240 }), fc.constantFrom("x", ":", "\uD800", "\u0000")).map(([n, c]) => c.repeat(n)) },
   { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, "", null, 42, {}, ["a"], true) },
+  // No key from the app: the client address decides, read through the forwarding headers.
+  { weight: 4, arbitrary: fc.constantFrom<unknown>(undefined, "") },
 );
 const costValue = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: 0, max: 4 }) },
@@ -143,6 +146,27 @@ const DEPLOYMENTS: HttpRateLimitOptions<any>[] = [
   { ...base, trustProxy: ["127.0.0.0/8", "::1"], proxyHeader: "forwarded", ipv6Subnet: 48 },
 ];
 
+/**
+ * The client a deployment keys by when the key function gives none, read independently of the
+ * adapters from the header lines sent: the chain from the right, through trusted hops, stopping
+ * at the first entry that is not an address (keyed by the proxy that passed it on).
+ */
+function expectedClientKey(deployment: number, lines: readonly string[]): string {
+  const values = (name: string): string[] => lines.filter((l) => l.toLowerCase().startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).trim());
+  const loopback = [parseRange("127.0.0.0/8")!, parseRange("::1")!];
+  const [chain, trusts, subnet] = deployment === 0
+    ? [values("x-forwarded-for").join(", ").split(",").map((s) => s.trim()), () => true, 64]
+    : [parseForwarded(values("forwarded").join(", ")), (ip: ParsedIp) => loopback.some((r) => inRange(ip, r)), 48];
+  let current = parseIp("127.0.0.1")!;
+  if (chain.length === 1 && chain[0] === "") return groupIp(current, subnet); // no header at all
+  for (let i = chain.length - 1; i >= 0 && trusts(current); i--) {
+    const next = parseIp(chain[i]!);
+    if (next === undefined) break;
+    current = next;
+  }
+  return groupIp(current, subnet);
+}
+
 const collector = escapeCollector();
 afterAll(() => collector.uninstall());
 
@@ -178,6 +202,11 @@ describe.each(ADAPTERS)("$name under hostile requests", (adapter) => {
           const next = await rawRequest(app.port, ["GET /after HTTP/1.1", "Host: 127.0.0.1", `X-Case: ${fine}`].join("\r\n"));
           expect(next.status).toBe(200);
         }
+        const counted = reply.status === 200 && !reply.bodiless && JSON.parse(reply.body).counted === true;
+        if (counted && (x.key === undefined || x.key === "")) {
+          // No key from the app: the client address, through the trusted proxies only.
+          expect(JSON.parse(reply.body).key).toBe(expectedClientKey(x.server % apps.length, x.forwarding));
+        }
         if (reply.status === 200 && !reply.bodiless && JSON.parse(reply.body).counted === true && typeof x.key === "string" && x.key !== "" && x.key.length <= 1000) {
           // A valid key the app returned is counted as it is: no trimming, no normalising.
           expect(JSON.parse(reply.body).key).toBe(x.key);
@@ -199,6 +228,19 @@ describe.each(ADAPTERS)("$name under hostile requests", (adapter) => {
     // The run reached every outcome: admitted, limited, the app's own 500, and Node's own 4xx.
     expect([...statuses.keys()].sort()).toEqual(expect.arrayContaining([200, 429, 500]));
     expect([...statuses.keys()].some((s) => s >= 400 && s < 500 && s !== 429)).toBe(true);
+  });
+
+  it("reports a key the limiter refuses as INVALID_ARGUMENT naming the value, and counts nothing", async () => {
+    for (const [key, shown] of [[null, "null"], [42, "42"], ["\u0000victim", '"\\u0000victim"']] as const) {
+      const id = `c${nextCase++}`;
+      cases.set(id, { key, cost: 1, async: true });
+      const reply = await rawRequest(apps[1]!.port, ["POST /login HTTP/1.1", "Host: 127.0.0.1", `X-Case: ${id}`, "Content-Length: 0"].join("\r\n"));
+      expect(reply.status).toBe(500);
+      const body = JSON.parse(reply.body);
+      expect(body.code).toBe("INVALID_ARGUMENT");
+      expect(body.message).toContain(`Invalid key: received ${shown}`);
+    }
+    expect(collector.escaped).toEqual([]);
   });
 
   it("reports a cost function's garbage as INVALID_ARGUMENT naming the value", async () => {
