@@ -148,7 +148,7 @@ function searchFnvCollision(): [string, string] {
 }
 
 const stores: [string, () => Promise<{ store: RateLimitStore; close(): Promise<void> }>][] = [
-  ["memory store", async () => ({ store: memoryStore(), close: async () => {} })],
+  ["memory store", () => Promise.resolve({ store: memoryStore(), close: () => Promise.resolve() })],
   ["redisStore (ioredis)", async () => {
     const redis: RedisInstance = await startRedis();
     const client = new Redis(redis.port, redis.host, { maxRetriesPerRequest: 1 });
@@ -166,7 +166,7 @@ describe.each(stores)("%s: no shared counter between distinct identities", (_nam
   let store: RateLimitStore;
   let close: () => Promise<void>;
   beforeAll(async () => ({ store, close } = await open()));
-  afterAll(async () => close());
+  afterAll(() => close());
 
   it.each(DISTINCT_KEYS)("key %j does not share a counter with %j", async (a, b) => {
     const http = middleware(store);

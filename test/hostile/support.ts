@@ -187,7 +187,7 @@ function running(name: string, server: Server, errors: unknown[]): Promise<Runni
 
 export const EXPRESS: Adapter = {
   name: "express 5",
-  async start(options) {
+  start(options) {
     const errors: unknown[] = [];
     const app = express();
     app.use(expressRateLimit(options));
@@ -204,7 +204,7 @@ export const EXPRESS: Adapter = {
 
 export const HONO: Adapter = {
   name: "hono (node-server)",
-  async start(options) {
+  start(options) {
     const errors: unknown[] = [];
     const app = new Hono<RateLimitEnv>();
     app.use(honoRateLimit(options));
@@ -220,7 +220,7 @@ export const HONO: Adapter = {
 
 export const KOA: Adapter = {
   name: "koa",
-  async start(options) {
+  start(options) {
     const errors: unknown[] = [];
     const app = new Koa();
     app.silent = true;
@@ -256,7 +256,7 @@ function toRequest(req: IncomingMessage): Request {
 
 export const FETCH: Adapter = {
   name: "withRateLimit (node:http)",
-  async start(options) {
+  start(options) {
     const errors: unknown[] = [];
     // The decision reaches the inner handler through onDecision: withRateLimit hands it nothing else.
     const decided = new WeakMap<Request, string>();
