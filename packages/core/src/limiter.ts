@@ -225,7 +225,7 @@ function checkKey(key: unknown): void {
 
 function checkCost(cost: unknown): number {
   if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 1 || cost > Number.MAX_SAFE_INTEGER) {
-    throw new FloodgateError("INVALID_ARGUMENT", `Invalid cost: received ${describeValue(cost)}; expected a whole number >= 1.`);
+    throw new FloodgateError("INVALID_ARGUMENT", `Invalid cost: received ${describeValue(cost)}; expected a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER).`);
   }
   return cost;
 }

@@ -147,8 +147,9 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
 
       const returnedCost = typeof rule.cost === "number" ? rule.cost : rule.cost(req);
       const cost = isThenable(returnedCost) ? await returnedCost : returnedCost;
-      if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0) {
-        throw new FloodgateError("INVALID_ARGUMENT", `${WHERE}: the \`cost\` function returned ${describeValue(cost)}; it must return a whole number >= 0 (0: the request is not counted).`);
+      // The limiter's own bound too, so the error names the cost function rather than contradicting itself.
+      if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > Number.MAX_SAFE_INTEGER) {
+        throw new FloodgateError("INVALID_ARGUMENT", `${WHERE}: the \`cost\` function returned ${describeValue(cost)}; it must return a whole number from 0 to 9007199254740991 (0: the request is not counted).`);
       }
       if (cost === 0) return undefined;
 

@@ -118,6 +118,8 @@ class MemoryStoreImpl implements MemoryStore {
   /** Sliding logs; a slot holds a log's index + 1 (every tracked key's logs are created with it, in #adopt). */
   #logs: (number[] | undefined)[] = [];
   #freeLogs: number[] = [];
+  /** Where eviction goes on from: the CLOCK hand over `#keys`, oldest first. */
+  #clockHand: MapIterator<[string, number]> = this.#keys.entries();
   #sinceSweep: number;
   readonly #maxKeys: number;
   readonly #sweepEvery: number;
@@ -168,6 +170,7 @@ class MemoryStoreImpl implements MemoryStore {
 
   dispose(): void {
     this.#keys.clear();
+    this.#clockHand = this.#keys.entries();
     this.#layouts = [];
     this.#layoutBySignature.clear();
     this.#layoutBySet = new WeakMap();
@@ -289,7 +292,12 @@ class MemoryStoreImpl implements MemoryStore {
       }
     }
     while (this.#keys.size >= this.#maxKeys) {
-      const [oldestKey, oldestRef] = this.#keys.entries().next().value as [string, number];
+      // One live iterator, not a fresh `entries()` per eviction: a fresh one walks past every entry
+      // deleted from the front since the map last compacted, O(maxKeys) per insertion once full
+      // (a flood of new clients would cost milliseconds each). Past the end, it starts over.
+      let next = this.#clockHand.next();
+      if (next.done === true) next = (this.#clockHand = this.#keys.entries()).next();
+      const [oldestKey, oldestRef] = next.value as [string, number];
       this.#keys.delete(oldestKey);
       const layout = this.#layouts[oldestRef & LAYOUT_MASK]!;
       const mark = (oldestRef >>> LAYOUT_BITS) * layout.width + 1;
