@@ -15,7 +15,7 @@ for (const [name, script] of Object.entries(luaScripts())) {
   const key = name.includes("-") ? `"${name}"` : name;
   const line = new RegExp(`(\\n  ${key}: ")[0-9a-f]{40}(",)`);
   // A new kind's line goes before the multi-policy script's.
-  text = line.test(text) ? text.replace(line, `$1${sha}$2`) : text.replace(/(\n  multi: "[0-9a-f]{40}",)/, `\n  ${key}: "${sha}",$1`);
+  text = line.test(text) ? text.replace(line, `$1${sha}$2`) : text.replace(/(\n {2}multi: "[0-9a-f]{40}",)/, `\n  ${key}: "${sha}",$1`);
   console.log(name, sha);
 }
 writeFileSync(file, text);

@@ -182,7 +182,7 @@ function start(): void {
   }
   let resizing = 0;
   let lastWidth = element("chart").clientWidth;
-  window.addEventListener("resize", () => {
+  globalThis.addEventListener("resize", () => {
     cancelAnimationFrame(resizing);
     resizing = requestAnimationFrame(() => {
       if (element("chart").clientWidth === lastWidth) return;

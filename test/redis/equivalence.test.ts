@@ -13,8 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   fixedWindow,
   memoryStore,
-  slidingLog,
-  slidingWindow,
   tokenBucket,
   type PolicySet,
   type RateLimitStore,

@@ -9,7 +9,7 @@ import { RateLimiterRedis } from "rate-limiter-flexible";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRateLimiter, redisStore, slidingWindow, type PolicyKind } from "../../packages/core/src/index.ts";
 import { startRedis, type RedisInstance } from "../support/redis-server.ts";
-import { hourly, KINDS } from "../stores/store-contract.ts";
+import { hourly } from "../stores/store-contract.ts";
 
 const IDENTIFIERS = ["u1", "10.0.0.1", "203.0.113.42", "user:1234567", "2001:db8:85a3::8a2e:370:7334"];
 
