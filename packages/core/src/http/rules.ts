@@ -2,6 +2,7 @@ import { FloodgateError } from "../errors.ts";
 import { createRateLimiter, type RateLimiter } from "../limiter.ts";
 import { isPolicy, type Policy } from "../policies.ts";
 import type { RateLimitStore } from "../stores/store.ts";
+import { claimNamespace, policyFingerprint } from "./namespace.ts";
 import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
 import { invalidHttpOption, RULE_ACCEPTED, WHERE, type CostFunction, type HttpRateLimitOptions, type KeyFunction, type Rule, type RuleOptions } from "./options.ts";
 import { GuardedLimiter, type CircuitBreaker, type StoreFailurePolicy } from "./store-guard.ts";
@@ -178,6 +179,9 @@ function seenOf(limiter: RateLimiter): WeakSet<object> {
 export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleContext): RuleSet<Raw> {
   const { caseSensitive, clock, formats, baseStore } = context;
   const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
+  // Without an explicit `prefix`, the policies name the namespace (see namespace.ts).
+  const ownNamespace = (prefix: string, policy: Policy | readonly Policy[]): string =>
+    o.prefix !== undefined ? prefix : `${prefix}${policyFingerprint(Array.isArray(policy) ? policy : [policy as Policy])}:`;
   const legacyReset = o.legacyReset ?? "epoch";
 
   const compile = (name: string, rule: Rule<Raw>, index: number): CompiledRule<Raw> => {
@@ -187,14 +191,15 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     }
     // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
     const pattern = name === "default" ? undefined : compilePattern(name, caseSensitive);
-    const ownPrefix = `${basePrefix}${name}:`;
+    const ownPrefix = r.policy === undefined ? "" : ownNamespace(`${basePrefix}${name}:`, r.policy);
     const limiter = r.limiter ?? createRateLimiter({
       policy: r.policy!,
       store: r.store ?? baseStore,
       // A long pattern would make a prefix the limiter refuses: the rule's position names it instead.
-      prefix: ownPrefix.length <= 128 ? ownPrefix : `${basePrefix}r${index}:`,
+      prefix: ownPrefix.length <= 128 ? ownPrefix : ownNamespace(`${basePrefix}r${index}:`, r.policy!),
       clock,
     });
+    claimNamespace(limiter.store, limiter.prefix, limiter.policies);
     return {
       name,
       pattern,
@@ -225,7 +230,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
   // The default rule keeps the base prefix as is (no rule name in it).
   if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
-    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: o.prefix ?? "fg:", clock });
+    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: ownNamespace(o.prefix ?? "fg:", o.policy!), clock });
     defaultRule = compile("default", { limiter }, index);
   }
   if (defaultRule === undefined && patternRules.length === 0) {
