@@ -105,6 +105,18 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     : undefined;
   const respond = createResponder(o);
 
+  /** Whether rules match this request's path case-sensitively: as set, else as the framework routes it. */
+  const caseSensitiveFor = (raw: Raw): boolean => {
+    const routing = access.caseSensitiveRouting?.(raw);
+    if (o.caseSensitive === true && routing === false) {
+      throw new FloodgateError(
+        "INVALID_OPTION",
+        `${WHERE}: option \`caseSensitive\` is true, but the framework routes paths case-insensitively, so a request in another case (/API/LOGIN for /api/login) would reach a route uncounted by its rule. Leave \`caseSensitive\` out (rules then follow the framework's routing), or make the routing case-sensitive (Express: app.set("case sensitive routing", true); @koa/router: new Router({ sensitive: true })).`,
+      );
+    }
+    return o.caseSensitive ?? routing ?? false;
+  };
+
   /** The client address, through trusted proxies only, and what is wrong with it, warned once. */
   let forwardedWatched = 0;
   const clientOf = (raw: Raw, peerIp: string | undefined, ipResolved: boolean): ParsedIp | undefined => {
@@ -142,7 +154,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         if (isThenable(skipped) ? await skipped : skipped) return undefined;
       }
       if (client !== undefined) for (const range of allowIps) if (inRange(client, range)) return undefined;
-      const rule = rules.match(method, path);
+      const rule = rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
       if (rule === undefined) return undefined;
 
       const keyFunction = rule.key ?? o.key;

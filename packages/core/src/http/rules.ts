@@ -157,8 +157,13 @@ export interface RuleContext {
 
 /** The rules of one middleware, ready to match requests. */
 export interface RuleSet<Raw> {
-  /** The most specific rule matching a method and a path (without query), else the default rule. */
-  match(method: string, path: string): CompiledRule<Raw> | undefined;
+  /** Whether any rule has a pattern (only then does matching depend on the path). */
+  readonly routed: boolean;
+  /**
+   * The most specific rule matching a method and a path (without query), else the default rule;
+   * case-sensitively when `caseSensitive` says so (default: the context's `caseSensitive`).
+   */
+  match(method: string, path: string, caseSensitive?: boolean): CompiledRule<Raw> | undefined;
 }
 
 /**
@@ -237,11 +242,18 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     throw invalidHttpOption("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`: a middleware needs at least one limit to apply");
   }
 
+  // The patterns in the other case mode, compiled the first time a request asks for it (the
+  // framework's routing decides per request when `caseSensitive` is not set).
+  let otherMode: RoutePattern[] | undefined;
   return {
-    match(method, path) {
+    routed: patternRules.length > 0,
+    match(method, path, sensitive = caseSensitive) {
       if (patternRules.length > 0) {
-        const normalized = normalizeRoutePath(path, caseSensitive);
-        for (const rule of patternRules) if (matchesPattern(rule.pattern!, method, normalized)) return rule;
+        const normalized = normalizeRoutePath(path, sensitive);
+        const patterns = sensitive === caseSensitive ? undefined : (otherMode ??= patternRules.map((r) => compilePattern(r.name, sensitive)));
+        for (let i = 0; i < patternRules.length; i++) {
+          if (matchesPattern(patterns?.[i] ?? patternRules[i]!.pattern!, method, normalized)) return patternRules[i];
+        }
       }
       return defaultRule;
     },
