@@ -43,7 +43,7 @@ async function statuses(send: (path: string) => Promise<number>, n: number, path
 }
 
 describe.each([
-  ["memory", async () => ({ store: memoryStore() as RateLimitStore, second: undefined as RateLimitStore | undefined, close: async () => {} })],
+  ["memory", () => Promise.resolve({ store: memoryStore() as RateLimitStore, second: undefined as RateLimitStore | undefined, close: async () => {} })],
   ["redis", async () => {
     const redis = await startRedis();
     const clients = [new IORedis(redis.port, redis.host), new IORedis(redis.port, redis.host)];
