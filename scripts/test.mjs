@@ -169,6 +169,7 @@ const PORTABLE_SUITES = [
   "test/core/limiter.test.ts",
   "test/core/memory-store.test.ts",
   "test/core/scenarios.test.ts",
+  "test/core/sha256.test.ts",
   // The store contract: memory, the compare-and-set store over evaluateState, and Upstash through the local bridge over HTTP.
   "test/stores/memory-store.contract.test.ts",
   "test/stores/kv-store.contract.test.ts",

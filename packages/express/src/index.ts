@@ -27,6 +27,8 @@ const ACCESS: RequestAccess<Request> = {
     const value = req.headers[name];
     return Array.isArray(value) ? value.join(", ") : value;
   },
+  // The app's own setting (off by default): rules then match paths as its routes do.
+  caseSensitiveRouting: (req) => (typeof req.app?.get === "function" ? Boolean(req.app.get("case sensitive routing")) : undefined),
 };
 
 /**
@@ -47,7 +49,12 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     // `true` trusts every hop, as `trustProxy: true` does: `req.ip` is whatever the client wrote first.
     if (trust === true) warnings.emit("trustProxyTrue", 'the app\'s "trust proxy" is true');
     const appTrust = Boolean(trust);
-    limiter.decideRequest(req, appTrust ? req.ip : req.socket.remoteAddress, appTrust).then((result) => {
+    const peer = appTrust ? req.ip : req.socket.remoteAddress;
+    // The client left while earlier middleware ran, and took its address with it: no one will read
+    // the answer, and counting it under the key every address-less request shares would spend
+    // their quota. Neither the handler runs nor anything is charged.
+    if (peer === undefined && req.socket.destroyed) return;
+    limiter.decideRequest(req, peer, appTrust).then((result) => {
       if (result === undefined) return next();
       (req as RateLimitedRequest).rateLimit = result.info;
       const headers = result.headers;

@@ -43,7 +43,7 @@ const ACCESS: RequestAccess<Context> = {
 
 /** What `@hono/node-server` puts in `c.env`: the Node request and response. */
 type NodeBindings = {
-  incoming?: { socket?: { remoteAddress?: string } };
+  incoming?: { socket?: { remoteAddress?: string; destroyed?: boolean } };
   outgoing?: { setHeader(name: string, value: string): unknown };
 } | undefined;
 
@@ -62,7 +62,13 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
   const getConnInfo = options.getConnInfo;
   const socketIp = getConnInfo === undefined ? nodeSocketIp : (c: Context) => getConnInfo(c).remote.address;
   return async function floodgateRateLimit(c, next) {
-    const result = await limiter.decideRequest(c, socketIp(c));
+    const peer = socketIp(c);
+    // On Node, the client left while earlier middleware ran, and took its address with it: no one
+    // will read the answer, and counting it under the key every address-less request shares would
+    // spend their quota. Neither the handler runs nor anything is charged; 499 (client closed
+    // request) is only what the runtime records, nothing is sent.
+    if (peer === undefined && (c.env as NodeBindings)?.incoming?.socket?.destroyed === true) return new Response(null, { status: 499 });
+    const result = await limiter.decideRequest(c, peer);
     if (result === undefined) return next();
     c.set("rateLimit", result.info);
     if (!result.allowed) return toFetchResponse(result);

@@ -17,7 +17,26 @@ const ACCESS: RequestAccess<Context> = {
     const value = ctx.req.headers[name];
     return Array.isArray(value) ? value.join(", ") : value;
   },
+  caseSensitiveRouting: routersSensitive,
 };
+
+/** What @koa/router's `routes()` middleware carries: the router and its options. */
+type RouterMiddleware = { router?: { opts?: { sensitive?: boolean } } };
+
+/**
+ * How the app's @koa/router routers (mounted with `app.use(router.routes())`) match paths: case-
+ * insensitively unless built with `sensitive: true`. `undefined` when the app has none.
+ */
+function routersSensitive(ctx: Context): boolean | undefined {
+  let sensitive: boolean | undefined;
+  for (const middleware of ctx.app.middleware as readonly RouterMiddleware[]) {
+    const router = middleware.router;
+    if (router === undefined) continue;
+    if (router.opts?.sensitive !== true) return false;
+    sensitive = true;
+  }
+  return sensitive;
+}
 
 /**
  * Rate-limiting middleware for Koa. Options are validated here, once; the decision is readable
@@ -35,7 +54,12 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     const appTrust = !userTrust && ctx.app.proxy;
     // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
     if (appTrust && !(ctx.app.maxIpsCount > 0)) warnings.emit("trustProxyTrue", "app.proxy is true with no app.maxIpsCount");
-    const result = await limiter.decideRequest(ctx, appTrust ? ctx.ip : ctx.req.socket.remoteAddress, appTrust);
+    const peer = appTrust ? ctx.ip : ctx.req.socket.remoteAddress;
+    // The client left while earlier middleware ran, and took its address with it: no one will read
+    // the answer, and counting it under the key every address-less request shares would spend
+    // their quota. Neither the downstream middleware runs nor anything is charged.
+    if (!peer && ctx.req.socket.destroyed) return;
+    const result = await limiter.decideRequest(ctx, peer, appTrust);
     if (result === undefined) return next();
     ctx.state.rateLimit = result.info;
     if (!result.allowed) {

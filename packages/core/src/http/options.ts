@@ -58,6 +58,12 @@ export interface RequestAccess<Raw> {
   path(raw: Raw): string;
   /** The value of the header `name` (asked for in lower case), or `undefined` when it is absent. */
   header(raw: Raw, name: string): string | undefined;
+  /**
+   * Whether the framework routes this request's path case-sensitively (`true`), case-insensitively
+   * (`false`), or unknown (`undefined`, also when absent). Rules follow it when `caseSensitive` is
+   * not set; `caseSensitive: true` over case-insensitive routing is rejected.
+   */
+  caseSensitiveRouting?(raw: Raw): boolean | undefined;
 }
 
 /** Derives a rate-limit key from a request; `undefined` or `""` falls back to the client IP. */
@@ -123,7 +129,11 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   proxyHeader?: ProxyHeader;
   /** IPv6 prefix length clients are grouped by (default 64). */
   ipv6Subnet?: number;
-  /** Match rule paths case-sensitively (default `false`). */
+  /**
+   * Match rule paths case-sensitively. Default: as the framework routes where the adapter knows it
+   * (Express: the app's "case sensitive routing"; Koa: its @koa/router routers' `sensitive`), else
+   * `false`. `true` over case-insensitive routing is rejected: another case would reach the route uncounted.
+   */
   caseSensitive?: boolean;
   /** Header formats (default `["legacy", "draft-11"]`; `false` for none). */
   headers?: boolean | HeaderFormat | readonly HeaderFormat[];

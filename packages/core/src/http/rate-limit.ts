@@ -1,5 +1,6 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import { memoryStore } from "../stores/memory-store.ts";
+import { sha256Hex, utf16Bytes } from "../sha256.ts";
 import { createClientIpResolver } from "./client-ip.ts";
 import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";
@@ -42,16 +43,21 @@ const UNKNOWN_CLIENT_KEY = "unknown";
 
 const isThenable = <T>(v: MaybePromise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
 
+/** Longest key a key function may return that is counted as it is. */
+const MAX_PLAIN_KEY = 1000;
+/** What a longer key keeps of its own text before its digest: 959 + "#" + 64 hex digits = 1024, the limiter's maximum. */
+const LONG_KEY_HEAD = 959;
+
 /**
- * Keys longer than the limiter accepts are shortened with a hash of the whole, so they stay
- * distinct. What a key function returns unchecked (`null`, a number) goes on as is: the limiter
- * rejects it (INVALID_ARGUMENT naming the key), not a TypeError here.
+ * Keys longer than {@link MAX_PLAIN_KEY} become their head, `#` and the SHA-256 of the whole (its
+ * UTF-16 code units): 1,024 characters, a length no key counted as it is can have, so no short key
+ * spells a shortened one, and two long keys share a counter only if SHA-256 collides. What a key
+ * function returns unchecked (`null`, a number) goes on as is: the limiter rejects it
+ * (INVALID_ARGUMENT naming the key), not a TypeError here.
  */
-function fitKey(key: string): string {
-  if (typeof key !== "string" || key.length <= 1000) return key;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return `${key.slice(0, 980)}#${(h >>> 0).toString(36)}`;
+export function fitKey(key: string): string {
+  if (typeof key !== "string" || key.length <= MAX_PLAIN_KEY) return key;
+  return `${key.slice(0, LONG_KEY_HEAD)}#${sha256Hex(utf16Bytes(key))}`;
 }
 
 /**
@@ -99,6 +105,18 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
     : undefined;
   const respond = createResponder(o);
 
+  /** Whether rules match this request's path case-sensitively: as set, else as the framework routes it. */
+  const caseSensitiveFor = (raw: Raw): boolean => {
+    const routing = access.caseSensitiveRouting?.(raw);
+    if (o.caseSensitive === true && routing === false) {
+      throw new FloodgateError(
+        "INVALID_OPTION",
+        `${WHERE}: option \`caseSensitive\` is true, but the framework routes paths case-insensitively, so a request in another case (/API/LOGIN for /api/login) would reach a route uncounted by its rule. Leave \`caseSensitive\` out (rules then follow the framework's routing), or make the routing case-sensitive (Express: app.set("case sensitive routing", true); @koa/router: new Router({ sensitive: true })).`,
+      );
+    }
+    return o.caseSensitive ?? routing ?? false;
+  };
+
   /** The client address, through trusted proxies only, and what is wrong with it, warned once. */
   let forwardedWatched = 0;
   const clientOf = (raw: Raw, peerIp: string | undefined, ipResolved: boolean): ParsedIp | undefined => {
@@ -136,7 +154,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         if (isThenable(skipped) ? await skipped : skipped) return undefined;
       }
       if (client !== undefined) for (const range of allowIps) if (inRange(client, range)) return undefined;
-      const rule = rules.match(method, path);
+      const rule = rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
       if (rule === undefined) return undefined;
 
       const keyFunction = rule.key ?? o.key;

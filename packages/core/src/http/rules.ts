@@ -3,6 +3,7 @@ import { createRateLimiter, type RateLimiter } from "../limiter.ts";
 import { isPolicy, type Policy } from "../policies.ts";
 import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
+import { claimNamespace, policyFingerprint } from "./namespace.ts";
 import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
 import { invalidHttpOption, RULE_ACCEPTED, WHERE, type CostFunction, type HttpRateLimitOptions, type KeyFunction, type Rule, type RuleOptions } from "./options.ts";
 import { GuardedLimiter, type StoreFailurePolicy } from "./store-guard.ts";
@@ -158,8 +159,13 @@ export interface RuleContext {
 
 /** The rules of one middleware, ready to match requests. */
 export interface RuleSet<Raw> {
-  /** The most specific rule matching a method and a path (without query), else the default rule. */
-  match(method: string, path: string): CompiledRule<Raw> | undefined;
+  /** Whether any rule has a pattern (only then does matching depend on the path). */
+  readonly routed: boolean;
+  /**
+   * The most specific rule matching a method and a path (without query), else the default rule;
+   * case-sensitively when `caseSensitive` says so (default: the context's `caseSensitive`).
+   */
+  match(method: string, path: string, caseSensitive?: boolean): CompiledRule<Raw> | undefined;
 }
 
 /**
@@ -182,6 +188,9 @@ function seenOf(limiter: RateLimiter): WeakSet<object> {
 export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleContext): RuleSet<Raw> {
   const { caseSensitive, clock, formats, baseStore } = context;
   const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
+  // Without an explicit `prefix`, the policies name the namespace (see namespace.ts).
+  const ownNamespace = (prefix: string, policy: Policy | readonly Policy[]): string =>
+    o.prefix !== undefined ? prefix : `${prefix}${policyFingerprint(Array.isArray(policy) ? policy : [policy as Policy])}:`;
   const legacyReset = o.legacyReset ?? "epoch";
 
   const compile = (name: string, rule: Rule<Raw>, index: number): CompiledRule<Raw> => {
@@ -191,14 +200,15 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     }
     // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
     const pattern = name === "default" ? undefined : compilePattern(name, caseSensitive);
-    const ownPrefix = `${basePrefix}${name}:`;
+    const ownPrefix = r.policy === undefined ? "" : ownNamespace(`${basePrefix}${name}:`, r.policy);
     const limiter = r.limiter ?? createRateLimiter({
       policy: r.policy!,
       store: r.store ?? baseStore,
       // A long pattern would make a prefix the limiter refuses: the rule's position names it instead.
-      prefix: ownPrefix.length <= 128 ? ownPrefix : `${basePrefix}r${index}:`,
+      prefix: ownPrefix.length <= 128 ? ownPrefix : ownNamespace(`${basePrefix}r${index}:`, r.policy!),
       clock,
     });
+    claimNamespace(limiter.store, limiter.prefix, limiter.policies);
     return {
       name,
       pattern,
@@ -229,18 +239,25 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
   // The default rule keeps the base prefix as is (no rule name in it).
   if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
-    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: o.prefix ?? "fg:", clock });
+    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: ownNamespace(o.prefix ?? "fg:", o.policy!), clock });
     defaultRule = compile("default", { limiter }, index);
   }
   if (defaultRule === undefined && patternRules.length === 0) {
     throw invalidHttpOption("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`: a middleware needs at least one limit to apply");
   }
 
+  // The patterns in the other case mode, compiled the first time a request asks for it (the
+  // framework's routing decides per request when `caseSensitive` is not set).
+  let otherMode: RoutePattern[] | undefined;
   return {
-    match(method, path) {
+    routed: patternRules.length > 0,
+    match(method, path, sensitive = caseSensitive) {
       if (patternRules.length > 0) {
-        const normalized = normalizeRoutePath(path, caseSensitive);
-        for (const rule of patternRules) if (matchesPattern(rule.pattern!, method, normalized)) return rule;
+        const normalized = normalizeRoutePath(path, sensitive);
+        const patterns = sensitive === caseSensitive ? undefined : (otherMode ??= patternRules.map((r) => compilePattern(r.name, sensitive)));
+        for (let i = 0; i < patternRules.length; i++) {
+          if (matchesPattern(patterns?.[i] ?? patternRules[i]!.pattern!, method, normalized)) return patternRules[i];
+        }
       }
       return defaultRule;
     },
