@@ -1,7 +1,7 @@
 /**
  * The algorithm registry is the one list of kinds: these checks fail, naming the place, when a
  * kind added to it is missing from something that cannot derive from it (the package's exports,
- * messages, the README's algorithm table).
+ * messages, the options reference's algorithm table).
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -11,7 +11,7 @@ import { isPolicy, POLICIES_ACCEPTED } from "../../packages/core/src/policies.ts
 import { luaScripts, SCRIPT_SHA } from "../../packages/core/src/stores/redis/lua.ts";
 import { example } from "../support/kinds.ts";
 
-const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const OPTIONS_REFERENCE = readFileSync(new URL("../../docs/reference/options.md", import.meta.url), "utf8");
 
 describe.each(POLICY_KINDS)("registered kind %s", (kind) => {
   const definition = ALGORITHMS[kind];
@@ -29,9 +29,9 @@ describe.each(POLICY_KINDS)("registered kind %s", (kind) => {
     expect(POLICIES_ACCEPTED).toContain(`${definition.factoryName}()`);
   });
 
-  it("has a row in the README's algorithm table with its figures", () => {
+  it("has a row in the options reference's algorithm table with its figures", () => {
     const d = definition.docs;
-    expect(README).toContain(`| \`${d.call}\` | ${d.statePerKey} | ${d.guarantee} | ${d.resetAt} |`);
+    expect(OPTIONS_REFERENCE).toContain(`| \`${d.call}\` | ${d.statePerKey} | ${d.guarantee} | ${d.resetAt} |`);
     expect(d.call.startsWith(`${definition.factoryName}(`)).toBe(true);
   });
 

@@ -66,7 +66,7 @@ export interface LuaAlgorithm {
   readonly maxLimit?: number;
 }
 
-/** The figures the docs show for a kind (the algorithm table of the root README). */
+/** The figures the docs show for a kind (the algorithm table of docs/reference/options.md, under "Policies"). */
 export interface AlgorithmDocs {
   /** The factory call as the table shows it, e.g. `tokenBucket({ capacity, refillRate })`. */
   readonly call: string;
