@@ -37,6 +37,21 @@ export interface Decision {
   readonly policy: string;
   /** Every policy's own figures, in the order the policies were given. */
   readonly policies: readonly PolicyDecision[];
+  /**
+   * What this admission was charged into, for a late `refund(key, { charge })`; `undefined` for
+   * denials and peeks. Opaque and JSON-serializable: keep it (or send it along) as it is.
+   */
+  readonly charge: Charge | undefined;
+}
+
+/**
+ * What one admitted request was charged into: its cost and, per policy, a mark naming the
+ * window, log entry or bucket time it went into (docs/refunds.md). Opaque: read nothing from it
+ * but pass it to `refund()`; plain data, so it survives `JSON.stringify`/`JSON.parse`.
+ */
+export interface Charge {
+  readonly cost: number;
+  readonly marks: readonly number[];
 }
 
 /** Options of {@link createRateLimiter}. */
@@ -57,6 +72,19 @@ export interface LimitOptions {
   cost?: number;
 }
 
+/** Options of `refund()`. */
+export interface RefundOptions {
+  /** Units to give back: a whole number >= 1; default the charge's cost, or 1 without a charge. */
+  cost?: number;
+  /**
+   * The admission's {@link Decision.charge}: the refund then goes only into what that request
+   * was charged in, and is a no-op where that no longer counts (a window that has passed, a
+   * bucket granted to since). Without it, units go back into the current state: for manual
+   * corrections, not for late refunds.
+   */
+  charge?: Charge;
+}
+
 /** A rate limiter over one or more policies and one store. */
 export interface RateLimiter {
   /** Decides for `key` and charges `cost` when every policy admits it; a denial charges nothing. */
@@ -69,8 +97,12 @@ export interface RateLimiter {
   decide(key: string, options?: LimitOptions): Decision | Promise<Decision>;
   /** The decision a request of cost 1 would get now, charging nothing. */
   peek(key: string): Promise<Decision>;
-  /** Gives back `cost` units (e.g. for a request that should not have counted), never below empty. */
-  refund(key: string, options?: LimitOptions): Promise<void>;
+  /**
+   * Gives back `cost` units, never below empty. With `charge` (a decision's), only into what that
+   * request was charged in: the way to take back a request that should not have counted, however
+   * late. Without, into the current state: for manual corrections, not for late refunds.
+   */
+  refund(key: string, options?: RefundOptions): Promise<void>;
   /** Clears exactly this key's state and nothing else. */
   reset(key: string): Promise<void>;
   readonly policies: readonly Policy[];
@@ -112,22 +144,23 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const set: PolicySet = Object.freeze({ prefix: o.prefix ?? "fg:", policies: [...policies] });
   const single = policies.length === 1 ? policies[0]! : undefined;
 
-  const toDecision = (result: StoreResult): Decision =>
-    single !== undefined ? new SingleDecision(result, single) : new MultiDecision(result, policies);
+  const toDecision = (result: StoreResult, cost: number): Decision =>
+    single !== undefined ? new SingleDecision(result, single, cost) : new MultiDecision(result, policies, cost);
 
   /** Synchronous store answers become decisions at once; remote ones when they arrive. */
-  const decide = (result: MaybePromise<StoreResult>): Decision | Promise<Decision> =>
-    Array.isArray(result) ? toDecision(result) : Promise.resolve(result).then(toDecision);
+  const decide = (result: MaybePromise<StoreResult>, cost: number): Decision | Promise<Decision> =>
+    Array.isArray(result) ? toDecision(result, cost) : Promise.resolve(result).then((r) => toDecision(r, cost));
   // `null` options are no options, as `undefined` are (not a TypeError from reading `.cost`).
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
     checkKey(key);
-    return decide(store.consume(set, key, costOf(options), clock()));
+    const cost = costOf(options);
+    return decide(store.consume(set, key, cost, clock()), cost);
   };
   const peekNow = (key: string): Decision | Promise<Decision> => {
     checkKey(key);
-    return decide(store.peek(set, key, clock()));
+    return decide(store.peek(set, key, clock()), 0);
   };
 
   return Object.freeze({
@@ -151,9 +184,19 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         return Promise.reject(error);
       }
     },
-    async refund(key: string, options?: LimitOptions): Promise<void> {
+    async refund(key: string, options?: RefundOptions): Promise<void> {
       checkKey(key);
-      await store.refund(set, key, costOf(options), clock());
+      const charge = options?.charge;
+      if (charge === undefined) {
+        await store.refund(set, key, costOf(options), clock());
+        return;
+      }
+      checkCharge(charge, policies.length);
+      const cost = options!.cost === undefined ? charge.cost : checkCost(options!.cost);
+      if (cost > charge.cost) {
+        throw new FloodgateError("INVALID_ARGUMENT", `Invalid refund: cost ${cost} exceeds the charge's cost ${charge.cost}; a refund into a charge gives back at most what was charged.`);
+      }
+      await store.refund(set, key, cost, clock(), charge.marks);
     },
     async reset(key: string): Promise<void> {
       checkKey(key);
@@ -178,6 +221,27 @@ function checkCost(cost: unknown): number {
   return cost;
 }
 
+function checkCharge(charge: unknown, policyCount: number): asserts charge is Charge {
+  const c = charge as Partial<Charge> | null;
+  const marks = typeof c === "object" && c !== null ? c.marks : undefined;
+  if (
+    typeof c !== "object" || c === null || !Array.isArray(marks) || marks.length !== policyCount ||
+    !marks.every((m) => Number.isSafeInteger(m)) || typeof c.cost !== "number" || !Number.isSafeInteger(c.cost) || c.cost < 1
+  ) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid charge: received ${describeValue(charge)}; expected the \`charge\` of an admitted decision of this limiter (its cost and ${policyCount} mark${policyCount === 1 ? "" : "s"}), as it was returned.`,
+    );
+  }
+}
+
+/** The charge of an admitted, charged decision: the marks follow the figures. */
+function chargeOf(result: StoreResult, count: number, cost: number): Charge | undefined {
+  const at = 1 + count * FIELDS_PER_POLICY;
+  if (result[0] !== 1 || cost === 0 || result.length < at + count) return undefined;
+  return Object.freeze({ cost, marks: Object.freeze(result.slice(at, at + count)) });
+}
+
 const retryOf = (raw: number): number => (raw === NEVER ? Infinity : raw);
 
 /** A decision over one policy: reads the store's numbers directly, builds `policies` on demand. */
@@ -191,14 +255,25 @@ class SingleDecision implements Decision {
   readonly retryAfterMs: number;
   readonly policy: string;
   #policies: readonly PolicyDecision[] | undefined;
+  /** The store's answer, read for the charge only when asked: no allocation per decision. */
+  #result: StoreResult;
+  #cost: number;
+  #charge: Charge | undefined | null = null;
 
-  constructor(result: StoreResult, policy: Policy) {
+  constructor(result: StoreResult, policy: Policy, cost: number) {
+    this.#result = result;
+    this.#cost = cost;
     this.allowed = result[0] === 1;
     this.limit = policy.limit;
     this.remaining = result[2]!;
     this.resetAt = result[3]!;
     this.retryAfterMs = this.allowed ? 0 : retryOf(result[4]!);
     this.policy = policy.name;
+  }
+
+  get charge(): Charge | undefined {
+    if (this.#charge === null) this.#charge = chargeOf(this.#result, 1, this.#cost);
+    return this.#charge;
   }
 
   get policies(): readonly PolicyDecision[] {
@@ -213,7 +288,7 @@ class SingleDecision implements Decision {
   }
 
   toJSON(): object {
-    return { ...this, policies: this.policies };
+    return { ...this, policies: this.policies, charge: this.charge };
   }
 }
 
@@ -225,8 +300,9 @@ class MultiDecision implements Decision {
   declare readonly retryAfterMs: number;
   declare readonly policy: string;
   declare readonly policies: readonly PolicyDecision[];
+  declare readonly charge: Charge | undefined;
 
-  constructor(result: StoreResult, policies: readonly Policy[]) {
+  constructor(result: StoreResult, policies: readonly Policy[], cost: number) {
     this.allowed = result[0] === 1;
     const all: PolicyDecision[] = [];
     let binding = 0;
@@ -256,5 +332,6 @@ class MultiDecision implements Decision {
     this.retryAfterMs = this.allowed ? 0 : chosen.retryAfterMs;
     this.policy = chosen.policy;
     this.policies = Object.freeze(all);
+    this.charge = chargeOf(result, policies.length, cost);
   }
 }

@@ -1,5 +1,5 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import { createRateLimiter, type Decision, type RateLimiter } from "../limiter.ts";
+import { createRateLimiter, type Charge, type Decision, type RateLimiter } from "../limiter.ts";
 import { memoryStore } from "../stores/memory-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import type { HookCaller } from "./hooks.ts";
@@ -191,14 +191,15 @@ export class GuardedLimiter {
    * Fire and forget: skipped while the circuit is open; a failure counts against the breaker and
    * is reported to `onStoreError` (whose answer has no use here).
    */
-  refund(source: DecisionSource, key: string, cost: number): void {
+  refund(source: DecisionSource, key: string, cost: number, charge: Charge | undefined): void {
     const { breaker, policy } = this;
     const onStore = source !== "fallback";
     const limiter = onStore ? this.limiter : this.#fallback!;
     if (onStore && this.openForMs(policy.clock()) > 0) return;
     let pending: Promise<void>;
     try {
-      pending = limiter.refund(key, costOption(cost));
+      // Into what the request was charged in: a late refund never gives back another's units.
+      pending = limiter.refund(key, charge === undefined ? costOption(cost) : { cost, charge });
     } catch {
       return;
     }
