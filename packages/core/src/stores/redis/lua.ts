@@ -5,7 +5,7 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  * The Redis side of the algorithms: Lua that mirrors their TypeScript operation for operation
  * (same integer µs, same expressions in the same order, so doubles round identically) and
  * returns the same flat result. Runs on vanilla Redis 7 and Valkey: no shebang flags, only
- * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/PEXPIRE/DEL/TIME.
+ * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/LREM/PEXPIRE/DEL/TIME.
  *
  * Calling convention of every script (every argument costs Redis about 1,000 instructions, so
  * there are few):
