@@ -79,8 +79,10 @@ export interface RefundOptions {
   /**
    * The admission's {@link Decision.charge}: the refund then goes only into what that request
    * was charged in, and is a no-op where that no longer counts (a window that has passed, a
-   * bucket granted to since). Without it, units go back into the current state: for manual
-   * corrections, not for late refunds.
+   * bucket granted to since). Refund a charge once, in whole or in part: a later request may be
+   * charged into the same window or bucket time, and a second refund would take its units.
+   * Without a charge, units go back into the current state: for manual corrections, not for late
+   * refunds.
    */
   charge?: Charge;
 }

@@ -61,7 +61,8 @@ export const TOKEN_BUCKET: Algorithm = {
   },
   mark: (_p, s, o) => s[o]!,
   // The mark is the arrival time the charge left. While it is still stored, no grant came since
-  // (every grant moves it later): the request's cost is exactly the last `cost × interval` of
+  // but ones refunded since (every grant moves it later; a charge is refunded once, and a refund
+  // into the newest grant undoes it): the request's cost is exactly the last `cost × interval` of
   // it, so moving it back by that (not before now: a bucket holds no more than full) is the
   // state without the request. After a later grant, the refill the request used may have been
   // absorbed by that grant's catching up with now: giving time back could exceed the bucket.
