@@ -238,6 +238,18 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         expect((await limiter.peek("k")).charge).toBeUndefined();
       });
 
+      it("a refund into the charge on the store's own clock", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 5), store: server, prefix: uniquePrefix() });
+        const d = await limiter.limit("s", { cost: 3 });
+        await limiter.limit("s");
+        await limiter.refund("s", { charge: d.charge, cost: 2 });
+        // The bucket's time moved on with the second grant: nothing to give back into the first.
+        expect((await limiter.peek("s")).remaining).toBe(kind === "token-bucket" ? 1 : 3);
+        const last = await limiter.limit("s");
+        await limiter.refund("s", { charge: last.charge });
+        expect((await limiter.peek("s")).remaining).toBe(kind === "token-bucket" ? 1 : 3);
+      });
+
       it("a late refund gives back only into what the request was charged in", async () => {
         const start = 1_700_000_000_000; // a multiple of 10 s
         let now = start;
