@@ -156,7 +156,9 @@ if d then redis.call("SET", k, v, "KEEPTTL")
 else redis.call("SET", k, v, "PX", fmt("%d", max(1, ceil(((a * P + 2 * P) * 1000 - now) / 1000)))) end
 out[i + 1], out[i + 2], out[j] = max(0, floor((e - b * P) / P)), a * P + 2 * P, a
 `,
-    refund: `${SW_READ}if m then
+    // Into the mark: the stored window's own count, or its previous count one window later.
+    refund: `if m then
+  local v = redis.pcall("GET", k)
   if type(v) == "string" then
     local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$")
     if si then
@@ -165,9 +167,11 @@ out[i + 1], out[i + 2], out[j] = max(0, floor((e - b * P) / P)), a * P + 2 * P, 
       elseif si == m + 1 then redis.call("SET", k, fmt("%d:%d:%d", si, sc, max(0, sp - cost)), "KEEPTTL") end
     end
   end
-elseif v then
+else
+${SW_READ}if v then
   local f = math.min(cur, cost)
   redis.call("SET", k, fmt("%d:%d:%d", index, cur - f, max(0, prev - (cost - f))), "PX", fmt("%d", max(1, ceil(((index + 2) * P * 1000 - now) / 1000))))
+end
 end
 `,
   },

@@ -114,9 +114,9 @@ export interface LuaScript {
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
   "token-bucket": "d4663c44acee0d581b8a9c952501a65d2f213bf9",
   "fixed-window": "f2f97b21f0175a091e8264ce5da4a87ffb3b9729",
-  "sliding-window": "3910da997d09b41ea46fb1b4bb61f9ad39e13cd1",
+  "sliding-window": "046daa16ba33f5aa3cb684c61da93a8cb59f9bbb",
   "sliding-log": "4ae0ae429af97cb8fd6bd399985e79665574edff",
-  multi: "8c9e5ea4629037cad6e7125ddbde5653ad361ddd",
+  multi: "a45e1af0ebe38b6eec9e5ed8b3bbe03630dd86bc",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;
