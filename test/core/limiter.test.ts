@@ -282,3 +282,29 @@ describe("decide()", () => {
     expect(() => limiter.decide("k", { cost: 0 })).toThrow("Invalid cost");
   });
 });
+
+describe("refund(key, { charge })", () => {
+  it("rejects what is not a charge of this limiter, and a cost above the charged one, changing nothing", async () => {
+    const limiter = createRateLimiter({ policy: [fixedWindow({ limit: 5, window: "1m", name: "a" }), slidingLog({ limit: 5, window: "1m", name: "b" })], clock: () => START });
+    const d = await limiter.limit("k", { cost: 2 });
+    expect(d.charge).toEqual({ cost: 2, marks: [expect.any(Number), expect.any(Number)] });
+    const bad = [null, 42, "x", { cost: 2 }, { cost: 2, marks: [1] }, { cost: 2, marks: [1, 1.5] }, { cost: 0, marks: d.charge!.marks }, { cost: 2, marks: ["1", "2"] }];
+    for (const charge of bad) {
+      await expect(limiter.refund("k", { charge: charge as never }), JSON.stringify(charge)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("Invalid charge") });
+    }
+    await expect(limiter.refund("k", { charge: d.charge, cost: 3 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("exceeds the charge's cost 2") });
+    await expect(limiter.refund("k", { charge: d.charge, cost: 0 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("Invalid cost") });
+    expect((await limiter.peek("k")).remaining).toBe(3);
+    await limiter.refund("k", { charge: d.charge });
+    expect((await limiter.peek("k")).remaining).toBe(5);
+  });
+
+  it("a decision's charge is read-only plain data, in its JSON too", async () => {
+    const limiter = createRateLimiter({ policy: tokenBucket({ capacity: 2, refillRate: 1 }), clock: () => START });
+    const d = await limiter.limit("k");
+    expect(Object.isFrozen(d.charge)).toBe(true);
+    expect(d.charge).toEqual({ cost: 1, marks: [START * 1000 + 1_000_000] });
+    expect(JSON.parse(JSON.stringify(d)).charge).toEqual(d.charge);
+    expect(d.charge).toBe(d.charge);
+  });
+});

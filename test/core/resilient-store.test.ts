@@ -231,7 +231,7 @@ describe("cold start", () => {
 });
 
 describe("abandoned consumes", () => {
-  it("a consume the store admits after its deadline is counted once as a late charge; a late denial is not", async () => {
+  it("a consume the store admits after its deadline is given back once, into what it was charged in; a late denial is not counted", async () => {
     const store = controlledStore("ok");
     const guarded = resilientStore(store, { timeoutMs: 20, logger: false });
     const limiter = createRateLimiter({ policy: perMinute(1), store: guarded });
@@ -239,12 +239,17 @@ describe("abandoned consumes", () => {
     expect(await codeOf(limiter.limit("a"))).toBe("STORE_TIMEOUT");
     store.hanging[0]!.release();
     await settle();
-    expect(guarded.stats().lateCharges).toBe(1);
-    // The limit of 1 is used up by the late charge: this abandoned consume is denied, charging nothing.
+    expect(guarded.stats()).toMatchObject({ lateCharges: 1, lateRefunds: 1 });
+    // The request got the timeout: its unit is back, so the limit of 1 is whole again.
+    store.mode = "ok";
+    expect((await limiter.peek("a")).remaining).toBe(1);
+    // A late denial charged nothing: nothing to give back, nothing counted.
+    expect((await limiter.limit("a")).allowed).toBe(true);
+    store.mode = "hang";
     expect(await codeOf(limiter.limit("a"))).toBe("STORE_TIMEOUT");
     store.hanging[1]!.release();
     await settle();
-    expect(guarded.stats().lateCharges).toBe(1);
+    expect(guarded.stats()).toMatchObject({ lateCharges: 1, lateRefunds: 1 });
     // The abandoned call's settling is not a success: no recovery, the caller got its timeout.
     expect(guarded.stats()).toMatchObject({ timeouts: 2, inFlight: 0 });
   });

@@ -66,11 +66,15 @@ describe("a stalled redis-server (SIGSTOP)", () => {
 
     redis.kill("SIGCONT");
     await until(() => store.stats().inFlight === 0);
-    // Abandoned, yet run by Redis once it woke up: charged, and counted as late charges.
+    // Abandoned, yet run by Redis once it woke up: charged, counted as late charges, and each
+    // given back once into the window it went into.
     expect(store.stats().lateCharges).toBe(1000);
+    await until(() => store.stats().lateRefunds === 1000);
     // The breaker opened on the timeouts: the probe, 1 s later, closes it.
     await sleep(1100);
     expect((await limiter.limit("a")).allowed).toBe(true);
+    // Only the two answered admissions stay charged: the 1,000 late ones went back.
+    expect((await limiter.peek("a")).remaining).toBe(100_000 - 2);
     expect(lines).toHaveLength(2);
     expect(lines[1]).toMatch(/^\[floodgate\] The redis store answers again, after failing for \d+ ms; 3000 calls failed meanwhile\.$/);
   });

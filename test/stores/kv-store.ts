@@ -34,11 +34,11 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
   // One key per identifier in the limiter's namespace. The limiter's prefix has no `{` or `}`.
   const keyOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
 
-  async function run(set: PolicySet, key: string, cost: number, nowMs: number, mode: EvaluateMode): Promise<StoreResult> {
+  async function run(set: PolicySet, key: string, cost: number, nowMs: number, mode: EvaluateMode, marks?: readonly number[]): Promise<StoreResult> {
     const k = keyOf(set, key);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const { value, version } = await kv.get(k);
-      const evaluation = evaluateState(set, value === undefined ? undefined : parseJson(value), cost, nowMs, mode);
+      const evaluation = evaluateState(set, value === undefined ? undefined : parseJson(value), cost, nowMs, mode, marks);
       if (!evaluation.changed) return evaluation.result;
       const next = evaluation.state === undefined ? undefined : JSON.stringify(evaluation.state);
       if (await kv.setIf(k, version, next, evaluation.expiresAtMs)) return evaluation.result;
@@ -55,8 +55,8 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
     },
     consume: (set, key, cost, nowMs) => run(set, key, cost, nowMs, "consume"),
     peek: (set, key, nowMs) => run(set, key, 1, nowMs, "peek"),
-    refund: async (set, key, cost, nowMs) => {
-      await run(set, key, cost, nowMs, "refund");
+    refund: async (set, key, cost, nowMs, marks) => {
+      await run(set, key, cost, nowMs, "refund", marks);
     },
     reset: (set, key) => kv.delete(keyOf(set, key)),
   };

@@ -9,10 +9,12 @@ import { example, KINDS as REGISTERED_KINDS, retentionMs } from "../support/kind
 import {
   createRateLimiter,
   fixedWindow,
+  slidingLog,
   slidingWindow,
   tokenBucket,
   type Policy,
   type PolicyKind,
+  type RateLimiter,
   type RateLimitStore,
 } from "../../packages/core/src/index.ts";
 
@@ -54,6 +56,78 @@ export function hourly(kind: PolicyKind, limit: number, name?: string): Policy {
 export function windowed(kind: PolicyKind, limit: number, windowMs: number, name?: string): Policy {
   return example(kind, limit, windowMs, name);
 }
+
+/** A limiter on injected time, and that time. */
+interface Timed {
+  limiter: RateLimiter;
+  at(ms: number): void;
+}
+
+/**
+ * Per kind, a refund arriving after the state moved on (a later window, later grants, later
+ * entries), then what the kept admissions leave: exactly what the algorithm would hold had the
+ * refunded request never been made. Every time is relative to T, the start of a 10 s window.
+ * A kind added to the registry without a case fails to compile here.
+ */
+const LATE_REFUNDS: { readonly [K in PolicyKind]: { policy: () => Policy; run: (t: Timed) => Promise<void> } } = {
+  "fixed-window": {
+    // Charged in one window, refunded once the next is full: that window keeps its count.
+    policy: () => fixedWindow({ limit: 2, window: "10s" }),
+    async run({ limiter, at }) {
+      const early = await limiter.limit("k");
+      at(10_000);
+      for (let i = 0; i < 2; i++) expect((await limiter.limit("k")).allowed).toBe(true);
+      await limiter.refund("k", { charge: early.charge });
+      expect((await limiter.peek("k")).remaining).toBe(0);
+      expect((await limiter.limit("k")).allowed).toBe(false);
+    },
+  },
+  "sliding-window": {
+    // Charged in the previous window, refunded from the previous count, not the current one.
+    policy: () => slidingWindow({ limit: 2, window: "10s" }),
+    async run({ limiter, at }) {
+      const early = await limiter.limit("k");
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      at(15_000); // the previous window weighs half: 2 × 0.5 leaves room for one
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      await limiter.refund("k", { charge: early.charge });
+      // Without the early request: previous 1 × 0.5 + current 1 = 1.5, no room for another.
+      expect((await limiter.limit("k")).allowed).toBe(false);
+      at(20_000); // the window charged early no longer weighs: its refund would be a no-op
+      expect((await limiter.peek("k")).remaining).toBe(1);
+    },
+  },
+  "token-bucket": {
+    // Refunded after the bucket refilled and was granted to again: no time goes back.
+    policy: () => tokenBucket({ capacity: 2, refillRate: 1 }),
+    async run({ limiter, at }) {
+      const early = await limiter.limit("k");
+      at(5_000);
+      expect((await limiter.limit("k")).remaining).toBe(1);
+      await limiter.refund("k", { charge: early.charge });
+      expect((await limiter.peek("k")).remaining).toBe(1);
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      expect((await limiter.limit("k")).allowed).toBe(false);
+    },
+  },
+  "sliding-log": {
+    // Refunded after a later entry: the request's own entry goes, not the newest.
+    policy: () => slidingLog({ limit: 2, window: "10s" }),
+    async run({ limiter, at }) {
+      const early = await limiter.limit("k");
+      at(1_000);
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      at(2_000);
+      expect((await limiter.limit("k")).allowed).toBe(false);
+      await limiter.refund("k", { charge: early.charge });
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      at(10_500); // the entries of +1 s and +2 s are both still in the window
+      expect((await limiter.peek("k")).remaining).toBe(0);
+      at(11_000);
+      expect((await limiter.peek("k")).remaining).toBe(1);
+    },
+  },
+};
 
 /** Longest TTL a key of this policy may need after a charge at any time. */
 function maxTtlMs(policy: Policy): number {
@@ -143,6 +217,45 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         // Refunding an identifier with no state creates none.
         await limiter.refund("nobody", { cost: 3 });
         expect((await limiter.peek("nobody")).remaining).toBe(5);
+      });
+
+      it("a refund into the charge right after it gives the request back", async () => {
+        let now = 1_700_000_000_000;
+        const limiter = createRateLimiter({ policy: windowed(kind, 3, 10_000), store: local, prefix: uniquePrefix(), clock: () => now });
+        const first = await limiter.limit("k", { cost: 2 });
+        expect(first.charge).toBeDefined();
+        now += 1;
+        // Part of it, through JSON, as a charge handed to another process would travel.
+        await limiter.refund("k", { charge: JSON.parse(JSON.stringify(first.charge)), cost: 1 });
+        expect((await limiter.peek("k")).remaining).toBe(2);
+        expect((await limiter.limit("k", { cost: 2 })).allowed).toBe(true);
+        // The whole of it: the cost defaults to the charge's.
+        const whole = await limiter.limit("j", { cost: 3 });
+        await limiter.refund("j", { charge: whole.charge });
+        expect((await limiter.peek("j")).remaining).toBe(3);
+        // Denials and peeks charge nothing, so carry no charge.
+        expect((await limiter.limit("k")).charge).toBeUndefined();
+        expect((await limiter.peek("k")).charge).toBeUndefined();
+      });
+
+      it("a refund into the charge on the store's own clock", async () => {
+        const limiter = createRateLimiter({ policy: hourly(kind, 5), store: server, prefix: uniquePrefix() });
+        const d = await limiter.limit("s", { cost: 3 });
+        await limiter.limit("s");
+        await limiter.refund("s", { charge: d.charge, cost: 2 });
+        // The bucket's time moved on with the second grant: nothing to give back into the first.
+        expect((await limiter.peek("s")).remaining).toBe(kind === "token-bucket" ? 1 : 3);
+        const last = await limiter.limit("s");
+        await limiter.refund("s", { charge: last.charge });
+        expect((await limiter.peek("s")).remaining).toBe(kind === "token-bucket" ? 1 : 3);
+      });
+
+      it("a late refund gives back only into what the request was charged in", async () => {
+        const start = 1_700_000_000_000; // a multiple of 10 s
+        let now = start;
+        const late = LATE_REFUNDS[kind];
+        const limiter = createRateLimiter({ policy: late.policy(), store: local, prefix: uniquePrefix(), clock: () => now });
+        await late.run({ limiter, at: (ms) => (now = start + ms) });
       });
 
       it("a denied request consumes nothing", async () => {
@@ -308,6 +421,26 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         await limiter.reset("m");
         expect((await limiter.peek("m")).policies.map((p) => p.remaining)).toEqual([3, 10, 10, 10]);
         if (h.pttl) expect(await h.pttl([0, 1, 2, 3].map((i) => `${prefix}{m}:${i}`))).toEqual([-2, -2, -2, -2]);
+      });
+
+      it("a late refund goes into each policy's own charge, atomically", async () => {
+        const start = 1_700_000_000_000;
+        let now = start;
+        const limiter = createRateLimiter({
+          policy: [fixedWindow({ limit: 2, window: "10s", name: "w" }), slidingLog({ limit: 3, window: "1m", name: "log" })],
+          store: local,
+          prefix: uniquePrefix(),
+          clock: () => now,
+        });
+        const early = await limiter.limit("m");
+        expect(early.charge?.marks).toHaveLength(2);
+        now = start + 10_000;
+        await limiter.limit("m");
+        await limiter.refund("m", { charge: early.charge });
+        // The passed window gives nothing back; the log drops the early entry, not the newest.
+        expect((await limiter.peek("m")).policies.map((p) => p.remaining)).toEqual([1, 2]);
+        now = start + 60_500;
+        expect((await limiter.peek("m")).policies.map((p) => p.remaining)).toEqual([2, 2]);
       });
 
       it("report every policy's figures and bind on the longest wait", async () => {

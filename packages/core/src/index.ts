@@ -35,11 +35,13 @@ export { redisStore, type IORedisLike, type NodeRedisLike, type RedisStoreOption
 export type { RedisScriptStore, ScriptStoreOptions } from "./stores/redis/script-store.ts";
 export {
   createRateLimiter,
+  type Charge,
   type Decision,
   type LimitOptions,
   type PolicyDecision,
   type RateLimiter,
   type RateLimiterOptions,
+  type RefundOptions,
 } from "./limiter.ts";
 export { withRateLimit, type FetchHandler, type WithRateLimitOptions } from "./http/fetch.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.

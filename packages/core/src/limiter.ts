@@ -42,6 +42,21 @@ export interface Decision {
   readonly policy: string;
   /** Every policy's own figures, in the order the policies were given. */
   readonly policies: readonly PolicyDecision[];
+  /**
+   * What this admission was charged into, for a late `refund(key, { charge })`; `undefined` for
+   * denials and peeks. Opaque and JSON-serializable: keep it (or send it along) as it is.
+   */
+  readonly charge: Charge | undefined;
+}
+
+/**
+ * What one admitted request was charged into: its cost and, per policy, a mark naming the
+ * window, log entry or bucket time it went into (docs/refunds.md). Opaque: read nothing from it
+ * but pass it to `refund()`; plain data, so it survives `JSON.stringify`/`JSON.parse`.
+ */
+export interface Charge {
+  readonly cost: number;
+  readonly marks: readonly number[];
 }
 
 /** Options of {@link createRateLimiter}. */
@@ -70,6 +85,21 @@ export interface LimitOptions {
   cost?: number;
 }
 
+/** Options of `refund()`. */
+export interface RefundOptions {
+  /** Units to give back: a whole number >= 1; default the charge's cost, or 1 without a charge. */
+  cost?: number;
+  /**
+   * The admission's {@link Decision.charge}: the refund then goes only into what that request
+   * was charged in, and is a no-op where that no longer counts (a window that has passed, a
+   * bucket granted to since). Refund a charge once, in whole or in part: a later request may be
+   * charged into the same window or bucket time, and a second refund would take its units.
+   * Without a charge, units go back into the current state: for manual corrections, not for late
+   * refunds.
+   */
+  charge?: Charge;
+}
+
 /** A rate limiter over one or more policies and one store. */
 export interface RateLimiter {
   /** Decides for `key` and charges `cost` when every policy admits it; a denial charges nothing. */
@@ -82,8 +112,12 @@ export interface RateLimiter {
   decide(key: string, options?: LimitOptions): Decision | Promise<Decision>;
   /** The decision a request of cost 1 would get now, charging nothing. */
   peek(key: string): Promise<Decision>;
-  /** Gives back `cost` units (e.g. for a request that should not have counted), never below empty. */
-  refund(key: string, options?: LimitOptions): Promise<void>;
+  /**
+   * Gives back `cost` units, never below empty. With `charge` (a decision's), only into what that
+   * request was charged in: the way to take back a request that should not have counted, however
+   * late. Without, into the current state: for manual corrections, not for late refunds.
+   */
+  refund(key: string, options?: RefundOptions): Promise<void>;
   /** Clears exactly this key's state and nothing else. */
   reset(key: string): Promise<void>;
   /** The policies this limiter checks, in the order they were given. */
@@ -157,23 +191,23 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const set: PolicySet = Object.freeze({ prefix: o.prefix ?? "fg:", policies: [...policies] });
   const single = policies.length === 1 ? policies[0]! : undefined;
 
-  const toDecision = (result: StoreResult): Decision =>
-    single !== undefined ? singleDecision(result, single) : new MultiDecision(result, policies);
+  const toDecision = (result: StoreResult, cost: number): Decision =>
+    single !== undefined ? singleDecision(result, single, cost) : new MultiDecision(result, policies, cost);
 
   /** Synchronous store answers become decisions at once; remote ones when they arrive. */
-  const decide = (result: MaybePromise<StoreResult>): Decision | Promise<Decision> =>
-    Array.isArray(result) ? toDecision(result) : Promise.resolve(result).then(toDecision);
+  const decide = (result: MaybePromise<StoreResult>, cost: number): Decision | Promise<Decision> =>
+    Array.isArray(result) ? toDecision(result, cost) : Promise.resolve(result).then((r) => toDecision(r, cost));
   // `null` options are no options, as `undefined` are (not a TypeError from reading `.cost`).
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
-  const consume = (key: string, options?: LimitOptions): MaybePromise<StoreResult> => {
+  const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
     checkKey(key);
-    return store.consume(set, key, costOf(options), clock());
+    const cost = costOf(options);
+    return decide(store.consume(set, key, cost, clock()), cost);
   };
-  const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => decide(consume(key, options));
   const peekNow = (key: string): Decision | Promise<Decision> => {
     checkKey(key);
-    return decide(store.peek(set, key, clock()));
+    return decide(store.peek(set, key, clock()), 0);
   };
 
   const limiter: RateLimiter = Object.freeze({
@@ -184,12 +218,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
     limit(key: string, options?: LimitOptions): Promise<Decision> {
       try {
-        const result = consume(key, options);
-        if (single === undefined || !Array.isArray(result)) return Promise.resolve(decide(result));
+        checkKey(key);
+        const cost = costOf(options);
+        const result = store.consume(set, key, cost, clock());
+        if (single === undefined || !Array.isArray(result)) return Promise.resolve(decide(result, cost));
         // The decision is made here, not through `toDecision`, and resolved at once: the
         // optimizing compiler then sees its shape, knows it has no `then`, and fulfills the
         // promise without looking one up (see singleDecision).
-        return Promise.resolve(singleDecision(result, single));
+        return Promise.resolve(singleDecision(result, single, cost));
       } catch (error) {
         return Promise.reject(error);
       }
@@ -201,9 +237,19 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         return Promise.reject(error);
       }
     },
-    async refund(key: string, options?: LimitOptions): Promise<void> {
+    async refund(key: string, options?: RefundOptions): Promise<void> {
       checkKey(key);
-      await store.refund(set, key, costOf(options), clock());
+      const charge = options?.charge;
+      if (charge === undefined) {
+        await store.refund(set, key, costOf(options), clock());
+        return;
+      }
+      checkCharge(charge, policies.length);
+      const cost = options!.cost === undefined ? charge.cost : checkCost(options!.cost);
+      if (cost > charge.cost) {
+        throw new FloodgateError("INVALID_ARGUMENT", `Invalid refund: cost ${cost} exceeds the charge's cost ${charge.cost}; a refund into a charge gives back at most what was charged.`);
+      }
+      await store.refund(set, key, cost, clock(), charge.marks);
     },
     async reset(key: string): Promise<void> {
       checkKey(key);
@@ -230,11 +276,32 @@ function checkCost(cost: unknown): number {
   return cost;
 }
 
+function checkCharge(charge: unknown, policyCount: number): asserts charge is Charge {
+  const c = charge as Partial<Charge> | null;
+  const marks = typeof c === "object" && c !== null ? c.marks : undefined;
+  if (
+    typeof c !== "object" || c === null || !Array.isArray(marks) || marks.length !== policyCount ||
+    !marks.every((m) => Number.isSafeInteger(m)) || typeof c.cost !== "number" || !Number.isSafeInteger(c.cost) || c.cost < 1
+  ) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid charge: received ${describeValue(charge)}; expected the \`charge\` of an admitted decision of this limiter (its cost and ${policyCount} mark${policyCount === 1 ? "" : "s"}), as it was returned.`,
+    );
+  }
+}
+
+/** The charge of an admitted, charged decision: the marks follow the figures. */
+function chargeOf(result: StoreResult, count: number, cost: number): Charge | undefined {
+  const at = 1 + count * FIELDS_PER_POLICY;
+  if (result[0] !== 1 || cost === 0 || result.length < at + count) return undefined;
+  return Object.freeze({ cost, marks: Object.freeze(result.slice(at, at + count)) });
+}
+
 const retryOf = (raw: number): number => (raw === NEVER ? Infinity : raw);
 
 /**
  * The prototype of every single-policy decision: `policies`, built on first read and kept, and
- * `toJSON`. Its constructor is never called: the decisions are made by {@link singleDecision}.
+ * `toJSON`; `charge` is an own property, as the figures are. Its constructor is never called: the decisions are made by {@link singleDecision}.
  */
 class SingleDecision {
   declare readonly allowed: boolean;
@@ -243,6 +310,7 @@ class SingleDecision {
   declare readonly resetAt: number;
   declare readonly retryAfterMs: number;
   declare readonly policy: string;
+  declare readonly charge: Charge | undefined;
 
   get policies(): readonly PolicyDecision[] {
     let all = POLICIES.get(this);
@@ -278,7 +346,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  * resolution around it, ≈ 300 machine instructions per `limit()` (measured with callgrind).
  * Properties, their order, the prototype and `toJSON` are those of the class instance.
  */
-function singleDecision(result: StoreResult, policy: Policy): Decision {
+function singleDecision(result: StoreResult, policy: Policy, cost: number): Decision {
   const d = Object.create(SingleDecision.prototype) as Mutable<Omit<Decision, "policies">>;
   d.allowed = result[0] === 1;
   d.limit = policy.limit;
@@ -286,6 +354,8 @@ function singleDecision(result: StoreResult, policy: Policy): Decision {
   d.resetAt = result[3]!;
   d.retryAfterMs = d.allowed ? 0 : retryOf(result[4]!);
   d.policy = policy.name;
+  // A charged admission's mark follows the figures (see chargeOf).
+  d.charge = d.allowed && cost > 0 && result.length > 5 ? Object.freeze({ cost, marks: Object.freeze([result[5]!]) }) : undefined;
   return d as Decision;
 }
 
@@ -297,8 +367,9 @@ class MultiDecision implements Decision {
   declare readonly retryAfterMs: number;
   declare readonly policy: string;
   declare readonly policies: readonly PolicyDecision[];
+  declare readonly charge: Charge | undefined;
 
-  constructor(result: StoreResult, policies: readonly Policy[]) {
+  constructor(result: StoreResult, policies: readonly Policy[], cost: number) {
     this.allowed = result[0] === 1;
     const all: PolicyDecision[] = [];
     let binding = 0;
@@ -328,5 +399,6 @@ class MultiDecision implements Decision {
     this.retryAfterMs = this.allowed ? 0 : chosen.retryAfterMs;
     this.policy = chosen.policy;
     this.policies = Object.freeze(all);
+    this.charge = chargeOf(result, policies.length, cost);
   }
 }

@@ -39,8 +39,19 @@ export interface Algorithm {
    * (it may tidy it, as the sliding log drops entries that have left the window).
    */
   apply(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number, charge: boolean): number;
-  /** Gives back up to `cost` units, never below an empty state; returns the expiry in µs. */
-  refund(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number): number;
+  /**
+   * The mark of the charge `apply` has just made (read from the state it left): what this
+   * admission went into, so that a late refund gives back into that and nothing else. An integer.
+   */
+  mark(p: Policy, s: Float64Array, o: number, log: number[] | undefined): number;
+  /**
+   * Gives back up to `cost` units, never below an empty state; returns the expiry in µs. With a
+   * `mark` (from {@link Algorithm.mark}) only into what that charge went into, and nothing when
+   * that no longer applies: the state after the refund is never below the state the algorithm
+   * would hold had the refunded request never been made, so every admission kept is one the
+   * algorithm admits without it. Without a mark, into the current state (manual corrections).
+   */
+  refund(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, mark: number | undefined): number;
   /**
    * Whether a state read from outside (a store's serialized value) is one this algorithm can
    * have written: `apply` and `refund` may assume it. Every number is already known to be finite.
@@ -48,7 +59,11 @@ export interface Algorithm {
   accepts(s: Float64Array, o: number, log: number[] | undefined): boolean;
 }
 
-/** The three Lua fragments of a kind: decide (sets ok, a..e), commit (reads a..e), refund. See stores/redis/lua.ts. */
+/**
+ * The three Lua fragments of a kind: decide (sets ok, a..e), commit (reads a..e, writes the
+ * charge's mark to out[j]), refund (into the mark m, or into the current state when m is nil).
+ * See stores/redis/lua.ts.
+ */
 export interface LuaFragments {
   readonly eval: string;
   readonly commit: string;

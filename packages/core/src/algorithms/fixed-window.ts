@@ -30,9 +30,14 @@ export const FIXED_WINDOW: Algorithm = {
     out[i + 1] = Math.max(0, limit - count);
     return end;
   },
-  refund(p, s, o, _log, now, cost) {
+  mark: (_p, s, o) => s[o]!,
+  // The mark is the window index charged. While the stored window is still that one, its count
+  // includes the request's cost (a window's count only grows, but for refunds into it), so the
+  // count less `cost` is never below the count without the request. Once another window is
+  // stored, the charged one no longer counts: nothing to give back.
+  refund(p, s, o, _log, now, cost, mark) {
     const size = p.windowMs * 1000;
-    if (s[o] === Math.max(Math.floor(now / size), s[o]!)) s[o + 1] = Math.max(0, s[o + 1]! - cost);
+    if (s[o] === Math.max(Math.floor(now / size), s[o]!) && (mark === undefined || s[o] === mark)) s[o + 1] = Math.max(0, s[o + 1]! - cost);
     return (s[o]! + 1) * size;
   },
   accepts: (s, o) => Number.isSafeInteger(s[o]) && Number.isSafeInteger(s[o + 1]) && s[o + 1]! >= 0,
@@ -85,9 +90,9 @@ a, b = index, count
     commit: `b = b + cost
 if c then redis.call("INCRBY", k, cost == 1 and "1048576" or fmt("%d", cost * 1048576))
 else redis.call("SET", k, fmt("%d", b * 1048576 + a % 1048576), "PX", fmt("%d", max(1, ceil(((a + 1) * P * 1000 - now) / 1000)))) end
-out[i + 1] = L - b
+out[i + 1], out[j] = L - b, a
 `,
-    refund: `${FW_READ}if c then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
+    refund: `${FW_READ}if c and (m == nil or index == m) then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
 `,
   },
 }))();

@@ -50,7 +50,12 @@ export const SLIDING_LOG: Algorithm = {
     out[i + 2] = count > 0 ? ceilMs(entries[ringIndex(head, count - 1, capacity)]! + size) : ceilMs(now);
     return at + size;
   },
-  refund(p, s, o, log, _now, cost) {
+  mark: (_p, s, o, log) => log![ringIndex(s[o + 1]!, s[o + 2]! - 1, log!.length)]!,
+  // The mark is the timestamp the charge wrote, `cost` times. Removing up to `cost` entries
+  // equal to it removes the request's own entries (or others' of the very same µs, which are
+  // indistinguishable), never another time's; once they have left the window there is none.
+  refund(p, s, o, log, _now, cost, mark) {
+    if (mark !== undefined) return removeEntries(p, s, o, log!, cost, mark);
     // The newest entries go first.
     const count = Math.max(0, s[o + 2]! - cost);
     s[o + 2] = count;
@@ -68,6 +73,29 @@ export const SLIDING_LOG: Algorithm = {
     return true;
   },
 };
+
+/** Removes up to `cost` entries equal to `mark` (the newest of them first, as Redis's `LREM key -cost`); returns the expiry in µs. */
+function removeEntries(p: Policy, s: Float64Array, o: number, entries: number[], cost: number, mark: number): number {
+  const capacity = entries.length;
+  const head = s[o + 1]!;
+  const count = s[o + 2]!;
+  const kept: number[] = [];
+  let left = cost;
+  for (let k = count - 1; k >= 0; k--) {
+    const entry = entries[ringIndex(head, k, capacity)]!;
+    if (entry === mark && left > 0) left--;
+    else kept.push(entry);
+  }
+  if (left < cost) {
+    // Rewritten oldest first from slot 0: the ring keeps its capacity.
+    kept.reverse();
+    for (let k = 0; k < kept.length; k++) entries[k] = kept[k]!;
+    s[o + 1] = 0;
+    s[o + 2] = kept.length;
+  }
+  const n = s[o + 2]!;
+  return n > 0 ? entries[ringIndex(s[o + 1]!, n - 1, capacity)]! + p.windowMs * 1000 : 0;
+}
 
 /**
  * Smallest capacity of a grown ring: the first push into an empty array makes V8 reserve 17 slots
@@ -155,9 +183,13 @@ else
   end
 end
 redis.call("PEXPIRE", k, fmt("%d", max(1, ceil((a + P * 1000 - now) / 1000))))
-out[i + 1], out[i + 2] = L - (b + cost), ceil((a + P * 1000) / 1000)
+out[i + 1], out[i + 2], out[j] = L - (b + cost), ceil((a + P * 1000) / 1000), a
 `,
-    refund: `local n = redis.pcall("LLEN", k)
+    // A list left empty is deleted by Redis; the TTL, set by the newest entry, may stay longer.
+    refund: `if m then
+  redis.pcall("LREM", k, fmt("%d", -cost), fmt("%d", m))
+else
+local n = redis.pcall("LLEN", k)
 if type(n) == "number" and n > 0 then
   if cost >= n then
     redis.call("DEL", k)
@@ -166,6 +198,7 @@ if type(n) == "number" and n > 0 then
     local x = tonumber(redis.call("LINDEX", k, "-1")) + P * 1000 - now
     if x <= 0 then redis.call("DEL", k) else redis.call("PEXPIRE", k, fmt("%d", max(1, ceil(x / 1000)))) end
   end
+end
 end
 `,
   },

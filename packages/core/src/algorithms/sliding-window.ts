@@ -38,8 +38,18 @@ export const SLIDING_WINDOW: Algorithm = {
     out[i + 2] = cur > 0 ? start + 2 * w : prev > 0 ? start + w : ceilMs(now);
     return (start + 2 * w) * 1000;
   },
-  refund(p, s, o, _log, now, cost) {
+  mark: (_p, s, o) => s[o]!,
+  // The mark is the window index charged. While it is stored, its count is the current one;
+  // once the next window is stored, it is the previous one; either includes the request's cost,
+  // so taking `cost` from it never goes below the counts without the request. Any later window
+  // no longer weighs the charged one: nothing to give back.
+  refund(p, s, o, _log, now, cost, mark) {
     const w = p.windowMs;
+    if (mark !== undefined) {
+      if (s[o] === mark) s[o + 1] = Math.max(0, s[o + 1]! - cost);
+      else if (s[o] === mark + 1) s[o + 2] = Math.max(0, s[o + 2]! - cost);
+      return (s[o]! + 2) * w * 1000;
+    }
     const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
     const cur = currentCount(s, o, index);
     const prev = previousCount(s, o, index);
@@ -144,11 +154,24 @@ a, b, c, e = index, cur, prev, budget
 local v = fmt("%d:%d:%d", a, b, c)
 if d then redis.call("SET", k, v, "KEEPTTL")
 else redis.call("SET", k, v, "PX", fmt("%d", max(1, ceil(((a * P + 2 * P) * 1000 - now) / 1000)))) end
-out[i + 1], out[i + 2] = max(0, floor((e - b * P) / P)), a * P + 2 * P
+out[i + 1], out[i + 2], out[j] = max(0, floor((e - b * P) / P)), a * P + 2 * P, a
 `,
-    refund: `${SW_READ}if v then
+    // Into the mark: the stored window's own count, or its previous count one window later.
+    refund: `if m then
+  local v = redis.pcall("GET", k)
+  if type(v) == "string" then
+    local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$")
+    if si then
+      si, sc, sp = si + 0, sc + 0, sp + 0
+      if si == m then redis.call("SET", k, fmt("%d:%d:%d", si, max(0, sc - cost), sp), "KEEPTTL")
+      elseif si == m + 1 then redis.call("SET", k, fmt("%d:%d:%d", si, sc, max(0, sp - cost)), "KEEPTTL") end
+    end
+  end
+else
+${SW_READ}if v then
   local f = math.min(cur, cost)
   redis.call("SET", k, fmt("%d:%d:%d", index, cur - f, max(0, prev - (cost - f))), "PX", fmt("%d", max(1, ceil(((index + 2) * P * 1000 - now) / 1000))))
+end
 end
 `,
   },

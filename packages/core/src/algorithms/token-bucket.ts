@@ -59,9 +59,16 @@ export const TOKEN_BUCKET: Algorithm = {
     out[i + 2] = ceilMs(tat);
     return next;
   },
-  refund(p, s, o, _log, now, cost) {
+  mark: (_p, s, o) => s[o]!,
+  // The mark is the arrival time the charge left. While it is still stored, no grant came since
+  // but ones refunded since (every grant moves it later; a charge is refunded once, and a refund
+  // into the newest grant undoes it): the request's cost is exactly the last `cost × interval` of
+  // it, so moving it back by that (not before now: a bucket holds no more than full) is the
+  // state without the request. After a later grant, the refill the request used may have been
+  // absorbed by that grant's catching up with now: giving time back could exceed the bucket.
+  refund(p, s, o, _log, now, cost, mark) {
     const tat = s[o]!;
-    if (tat > now) s[o] = Math.max(now, tat - cost * intervalUs(p));
+    if (tat > now && (mark === undefined || tat === mark)) s[o] = Math.max(now, tat - cost * intervalUs(p));
     return s[o]!;
   },
   accepts: (s, o) => Number.isSafeInteger(s[o]),
@@ -115,10 +122,10 @@ if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] =
 a = nxt
 `,
     commit: `redis.call("SET", k, fmt("%d", -a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
-out[i + 1], out[i + 2] = floor((L * P - (a - now)) / P), ceil(a / 1000)
+out[i + 1], out[i + 2], out[j] = floor((L * P - (a - now)) / P), ceil(a / 1000), a
 `,
     refund: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
-if tat > now then
+if tat > now and (m == nil or tat == m) then
   tat = max(now, tat - cost * P)
   redis.call("SET", k, fmt("%d", -tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
 end

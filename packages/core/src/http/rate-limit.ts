@@ -195,7 +195,7 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         response = isThenable(prepared) ? await prepared : prepared;
       }
       const refund = refundWhen !== undefined && info.allowed && decision !== undefined
-        ? (status: number): void => { if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost); }
+        ? (status: number): void => { if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost, decision.charge); }
         : undefined;
       return new RateLimitResult(info, headers, response, refund);
     },

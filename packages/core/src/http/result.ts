@@ -1,5 +1,5 @@
 import type { FloodgateError } from "../errors.ts";
-import type { Decision, PolicyDecision } from "../limiter.ts";
+import type { Charge, Decision, PolicyDecision } from "../limiter.ts";
 import type { RateLimitRequest, RequestAccess } from "./options.ts";
 import type { PreparedResponse } from "./response.ts";
 import type { DecisionSource, StoreOutcome } from "./store-guard.ts";
@@ -60,6 +60,11 @@ export class RequestRateLimitInfo implements RateLimitInfo {
   /** The decision's policies, or none when no store answered. */
   get policies(): readonly PolicyDecision[] {
     return this.decision?.policies ?? [];
+  }
+
+  /** What the request was charged into (the decision's), for a refund into it. */
+  get charge(): Charge | undefined {
+    return this.decision?.charge;
   }
 
   /** The figures, key, rule, cost and source (not the decision object or the store error). */

@@ -1,5 +1,5 @@
 import { FloodgateError } from "../errors.ts";
-import { createRateLimiter, rebindLimiter, type Decision, type RateLimiter } from "../limiter.ts";
+import { createRateLimiter, rebindLimiter, type Charge, type Decision, type RateLimiter } from "../limiter.ts";
 import { isMemoryStore, memoryStore } from "../stores/memory-store.ts";
 import { isResilientStore, resilientStore, toStoreError, type ResilientStore, type ResilientStoreOptions } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
@@ -121,14 +121,15 @@ export class GuardedLimiter {
    * Fire and forget: skipped while the circuit is open; a failure (which counts against the
    * breaker) is reported to `onStoreError`, whose answer has no use here.
    */
-  refund(source: DecisionSource, key: string, cost: number): void {
+  refund(source: DecisionSource, key: string, cost: number, charge: Charge | undefined): void {
     const { policy } = this;
     const onStore = source !== "fallback";
     const limiter = onStore ? this.limiter : this.#fallback!;
     if (onStore && this.openForMs(policy.clock()) > 0) return;
     let pending: Promise<void>;
     try {
-      pending = limiter.refund(key, costOption(cost));
+      // Into what the request was charged in: a late refund never gives back another's units.
+      pending = limiter.refund(key, charge === undefined ? costOption(cost) : { cost, charge });
     } catch {
       return;
     }

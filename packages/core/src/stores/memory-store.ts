@@ -142,7 +142,7 @@ class MemoryStoreImpl implements MemoryStore {
     return this.#decide(set, key, 1, nowMs, false);
   }
 
-  refund(set: PolicySet, key: string, cost: number, nowMs: number): void {
+  refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): void {
     const layout = this.#layout(set);
     const fullKey = this.#fullKey(set.prefix, key);
     const ref = this.#keys.get(fullKey);
@@ -154,7 +154,7 @@ class MemoryStoreImpl implements MemoryStore {
     for (let p = 0; p < layout.algorithms.length; p++) {
       const o = base + layout.offsets[p]!;
       const log = layout.keepsLog[p] ? this.#logs[data[o]! - 1] : undefined;
-      const e = layout.algorithms[p]!.refund(set.policies[p]!, data, o, log, now, cost);
+      const e = layout.algorithms[p]!.refund(set.policies[p]!, data, o, log, now, cost, marks?.[p]);
       if (e > expiry) expiry = e;
     }
     data[base] = expiry;
@@ -198,10 +198,14 @@ class MemoryStoreImpl implements MemoryStore {
       const base = (ref >>> LAYOUT_BITS) * layout.width;
       data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
       const log = layout.keepsLog[0] ? this.#logs[data[base + HEADER]! - 1] : undefined;
-      const expiry = layout.algorithms[0]!.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge);
+      const algorithm = layout.algorithms[0]!;
+      const expiry = algorithm.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge);
       if (out[1] === 1) {
         out[0] = 1;
-        if (charge) data[base] = expiry;
+        if (charge) {
+          data[base] = expiry;
+          out.push(algorithm.mark(policies[0]!, data, base + HEADER, log));
+        }
       }
       return out;
     }
@@ -243,6 +247,7 @@ class MemoryStoreImpl implements MemoryStore {
       const e = layout.algorithms[p]!.apply(policies[p]!, data, base + layout.offsets[p]!, logs?.[p], now, cost, out, 1 + p * FIELDS_PER_POLICY, true);
       if (e > expiry) expiry = e;
     }
+    for (let p = 0; p < count; p++) out.push(layout.algorithms[p]!.mark(policies[p]!, data, base + layout.offsets[p]!, logs?.[p]));
     if (ref === undefined) this.#adopt(fullKey, layout, now, expiry, logs);
     else data[base] = expiry;
     return out;

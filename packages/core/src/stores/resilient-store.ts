@@ -1,3 +1,4 @@
+import { FIELDS_PER_POLICY } from "../algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "../errors.ts";
 import { isFunction, objectOf, parseOptions, whole, type OptionSpecs } from "../validation.ts";
 import type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
@@ -64,9 +65,13 @@ export interface ResilientStoreStats {
   readonly failing: boolean;
   /**
    * Consumes abandoned at their deadline that the store later admitted and charged: units
-   * charged for requests that got the store-failure answer instead. They are not given back.
+   * charged for requests that got the store-failure answer instead. Each is given back once,
+   * into what it was charged in, when the store returned its charge's marks (every store of
+   * this package does); see `lateRefunds`.
    */
   readonly lateCharges: number;
+  /** Late charges given back: refunded once, into the window or state they went into. */
+  readonly lateRefunds: number;
 }
 
 /** A store behind a deadline, a circuit breaker and a bound on calls in flight. */
@@ -215,6 +220,7 @@ class ResilientStoreImpl implements ResilientStore {
   #rejected = 0;
   #inFlight = 0;
   #lateCharges = 0;
+  #lateRefunds = 0;
   #answered = false;
   #firstCallAtMs: number | undefined;
   #lastNowMs: number | undefined;
@@ -252,23 +258,24 @@ class ResilientStoreImpl implements ResilientStore {
       inFlight: this.#inFlight,
       failing: this.#failingSinceMs !== undefined,
       lateCharges: this.#lateCharges,
+      lateRefunds: this.#lateRefunds,
     };
   }
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<StoreResult> {
-    return this.#call(nowMs, (signal) => this.inner.consume(set, key, cost, nowMs, signal), true);
+    return this.#call(nowMs, (signal) => this.inner.consume(set, key, cost, nowMs, signal), (late) => this.#lateCharge(set, key, cost, nowMs, late as StoreResult));
   }
 
   peek(set: PolicySet, key: string, nowMs: number): MaybePromise<StoreResult> {
-    return this.#call(nowMs, (signal) => this.inner.peek(set, key, nowMs, signal), false);
+    return this.#call(nowMs, (signal) => this.inner.peek(set, key, nowMs, signal), undefined);
   }
 
-  refund(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<void> {
-    return this.#call(nowMs, () => this.inner.refund(set, key, cost, nowMs), false);
+  refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): MaybePromise<void> {
+    return this.#call(nowMs, () => this.inner.refund(set, key, cost, nowMs, marks), undefined);
   }
 
   reset(set: PolicySet, key: string): MaybePromise<void> {
-    return this.#call(undefined, () => this.inner.reset(set, key), false);
+    return this.#call(undefined, () => this.inner.reset(set, key), undefined);
   }
 
   dispose(): MaybePromise<void> {
@@ -281,7 +288,7 @@ class ResilientStoreImpl implements ResilientStore {
    * logs' time); `reset` passes none and gets the last time a call brought (a limiter with an
    * injected clock keeps one timeline).
    */
-  #call<T>(nowMs: number | undefined, invoke: (signal: CallSignal) => MaybePromise<T>, isConsume: boolean): MaybePromise<T> {
+  #call<T>(nowMs: number | undefined, invoke: (signal: CallSignal) => MaybePromise<T>, onLateAnswer: ((value: T) => void) | undefined): MaybePromise<T> {
     const atMs = nowMs ?? this.#lastNowMs ?? Date.now();
     this.#lastNowMs = atMs;
     this.#calls++;
@@ -326,7 +333,7 @@ class ResilientStoreImpl implements ResilientStore {
           if (done) {
             // Slow, not down: later timeouts are no cold start.
             this.#answered = true;
-            if (isConsume && (value as StoreResult)[0] === 1) this.#lateCharge();
+            onLateAnswer?.(value);
             return;
           }
           done = true;
@@ -345,13 +352,26 @@ class ResilientStoreImpl implements ResilientStore {
   }
 
   /**
-   * A consume abandoned at its deadline that the store then admitted: its units stay charged to
-   * a request that got the failure answer. Called once per such call; counted in `lateCharges`.
-   * Giving the units back needs a refund into the exact window the consume charged; a refund by
-   * key and cost alone may land in a later window, on someone else's units.
+   * The late answer of a consume abandoned at its deadline. When the store admitted it, its units
+   * are charged to a request that got the failure answer: they go back once, into what they were
+   * charged in (the marks that follow the figures), never by key and cost alone, which could land
+   * in a later window on someone else's units. A store that returns no marks keeps them (counted).
    */
-  #lateCharge(): void {
+  #lateCharge(set: PolicySet, key: string, cost: number, nowMs: number, result: StoreResult): void {
+    if (result[0] !== 1) return;
     this.#lateCharges++;
+    const count = set.policies.length;
+    const at = 1 + count * FIELDS_PER_POLICY;
+    if (result.length !== at + count) return;
+    const marks = result.slice(at);
+    let pending: MaybePromise<void>;
+    try {
+      pending = this.inner.refund(set, key, cost, nowMs, marks);
+    } catch {
+      return;
+    }
+    if (isThenable(pending)) pending.then(() => this.#lateRefunds++, () => undefined);
+    else this.#lateRefunds++;
   }
 
   #succeeded(atMs: number): void {

@@ -54,12 +54,14 @@ const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
  * the key has none), at `nowMs`, without side effects. A value that is not a valid
  * {@link KeyState} of this set's kinds (garbage, another format version, another set's state)
  * reads as no state, as the memory store treats state of another set; `consume` and `peek` then
- * ask for it to be deleted (`changed` with no `state`), a refund leaves it alone.
+ * ask for it to be deleted (`changed` with no `state`), a refund leaves it alone. A charged
+ * `consume` returns the charge's marks after the figures; a `refund` given `marks` (one per
+ * policy) gives back only into them, as a store's `refund` does (docs/refunds.md).
  *
  * @example
  * const { result, state, changed, expiresAtMs } = evaluateState(set, JSON.parse(value), 1, Date.now(), "consume");
  */
-export function evaluateState(set: PolicySet, stored: unknown, cost: number, nowMs: number, mode: EvaluateMode): StateEvaluation {
+export function evaluateState(set: PolicySet, stored: unknown, cost: number, nowMs: number, mode: EvaluateMode, marks?: readonly number[]): StateEvaluation {
   const policies = set.policies;
   const algorithms = policies.map(algorithmOf);
   const kinds = policies.map((p) => p.kind).join(",");
@@ -71,7 +73,7 @@ export function evaluateState(set: PolicySet, stored: unknown, cost: number, now
     if (read === undefined) return unchanged(NO_RESULT, undefined);
     let expiry = 0;
     for (let p = 0; p < policies.length; p++) {
-      const e = algorithms[p]!.refund(policies[p]!, read.numbers, read.offsets[p]!, read.logs[p], now, cost);
+      const e = algorithms[p]!.refund(policies[p]!, read.numbers, read.offsets[p]!, read.logs[p], now, cost, marks?.[p]);
       if (e > expiry) expiry = e;
     }
     return written(NO_RESULT, kinds, expiry, read, true);
@@ -99,6 +101,7 @@ export function evaluateState(set: PolicySet, stored: unknown, cost: number, now
     const e = algorithms[p]!.apply(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p], now, cost, out, 1 + p * FIELDS_PER_POLICY, true);
     if (e > expiry) expiry = e;
   }
+  for (let p = 0; p < policies.length; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
   return written(out, kinds, expiry, state, true);
 }
 

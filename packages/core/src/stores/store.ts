@@ -25,7 +25,9 @@ export interface CallSignal {
 /**
  * A store's answer: `[allowed, ...per policy (allowed, remaining, resetAt, retryAfterMs)]`,
  * `allowed` as 1 or 0, times in epoch ms, `retryAfterMs` -1 when the cost exceeds that
- * policy's limit. Flat numbers, because that is what a Redis script can return cheaply.
+ * policy's limit; after a charged admission (never a denial or a peek), then one mark per
+ * policy: an integer naming what the charge went into, for {@link RateLimitStore.refund}.
+ * Flat numbers, because that is what a Redis script can return cheaply.
  */
 export type StoreResult = readonly number[];
 
@@ -49,8 +51,13 @@ export interface RateLimitStore {
   consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
   /** The same figures for a cost of 1, charging nothing. */
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
-  /** Gives back up to `cost` units to every policy, never beyond an empty state. */
-  refund(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<void>;
+  /**
+   * Gives back up to `cost` units to every policy, never beyond an empty state, atomically for the
+   * set. With `marks` (one per policy, as a charged `consume` returned them) each policy gives
+   * back only into what that charge went into, and nothing where that no longer applies (see
+   * docs/refunds.md); without, into the current state.
+   */
+  refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): MaybePromise<void>;
   /** Deletes exactly this key's state in this set, nothing else. */
   reset(set: PolicySet, key: string): MaybePromise<void>;
   /** Releases timers, connections or memory. The store is unusable afterwards. */

@@ -5,7 +5,7 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  * The Redis side of the algorithms: Lua that mirrors their TypeScript operation for operation
  * (same integer µs, same expressions in the same order, so doubles round identically) and
  * returns the same flat result. Runs on vanilla Redis 7 and Valkey: no shebang flags, only
- * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/PEXPIRE/DEL/TIME.
+ * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/LREM/PEXPIRE/DEL/TIME.
  *
  * Calling convention of every script (every argument costs Redis about 1,000 instructions, so
  * there are few):
@@ -14,9 +14,11 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  *   single-policy scripts: ARGV[2] limit, ARGV[3] parameter
  *   multi-policy script: per policy p, from ARGV[p * 3 - 1]: kind letter, limit, parameter
  *   (parameter: the kind's `lua.parameter`, e.g. a token bucket's µs per token, a window in ms)
- *   last, optional: now in integer µs; absent, the script reads the server's clock (TIME)
- * Result: `{allowed, per policy: allowed, remaining, resetAt ms, retryAfterMs}`, every value an
- * integer (Redis truncates Lua numbers); refunds return 0.
+ *   then, optional: now in integer µs; absent or "", the script reads the server's clock (TIME)
+ *   a refund into marks: now (or ""), then per policy its mark (see `Algorithm.mark`)
+ * Result: `{allowed, per policy: allowed, remaining, resetAt ms, retryAfterMs}`, then, when
+ * charged, per policy the charge's mark; every value an integer (Redis truncates Lua numbers);
+ * refunds return 0.
  *
  * State, one key per policy, each with a TTL of exactly the time its state still matters; each
  * kind's layout is described beside its fragments (algorithms/<kind>.ts).
@@ -24,7 +26,9 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  * Speed (every decision runs the whole script): no function is defined per call — each kind is a
  * fragment of straight-line code (its `lua.fragments`), pasted into its single-policy script and into the branches of
  * the multi-policy loop. Fragments share the names k (key), L (limit), P (parameter), cost, now,
- * out and i (this policy's offset in out); eval sets ok and hands commit its state in a..e.
+ * out and i (this policy's offset in out); eval sets ok and hands commit its state in a..e;
+ * commit writes the charge's mark to out[j]; refund gives back into the mark m (nil: into the
+ * current state).
  * ARGV strings become numbers by arithmetic coercion (x + 0: cheaper than a tonumber call).
  * Numbers go to redis.call as strings, written with fmt("%d") (exact up to 2^63): a number
  * argument would cost more (Redis 7.0 prints it with %.17g) and is not exact everywhere (Redis
@@ -39,7 +43,7 @@ const prelude = (nowAt: string): string => `local floor, ceil, max, fmt = math.f
 local cost, now = ARGV[1] + 0, ARGV[${nowAt}]
 local refund, charge = cost < 0, cost > 0
 if refund then cost = -cost elseif not charge then cost = 1 end
-if now then
+if now and now ~= "" then
   now = now + 0
 else
   local t = redis.call("TIME")
@@ -52,9 +56,11 @@ function singleScript(kind: PolicyKind): string {
   const f = ALGORITHMS[kind].lua.fragments;
   return `${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
 if refund then
+local m = ARGV[5]
+if m then m = m + 0 end
 ${f.refund}return 0
 end
-local out, i = {0, 0, 0, 0, 0}, 2
+local out, i, j = {0, 0, 0, 0, 0}, 2, 6
 ${f.eval}if ok then
 out[1] = 1
 if charge then
@@ -70,7 +76,7 @@ function dispatch(part: keyof LuaFragments): string {
   return `if ${branches.join("elseif ")}end\n`;
 }
 
-const POLICY = `local k, i, x, y = KEYS[p], p * 4 - 2, p * 3 - 1, p * 5
+const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, #KEYS * 4 + 1 + p, p * 3 - 1, p * 5
 local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 `;
 
@@ -78,6 +84,8 @@ function multiScript(): string {
   return `${prelude("#KEYS * 3 + 2")}local out, h = {1}, {}
 for p = 1, #KEYS do
 ${POLICY}if refund then
+local m = ARGV[#KEYS * 3 + 2 + p]
+if m then m = m + 0 end
 ${dispatch("refund")}else
 ${dispatch("eval")}if not ok then out[1] = 0 end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
@@ -104,11 +112,11 @@ export interface LuaScript {
  * from the sources (and prints the new values when a script changes).
  */
 export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
-  "token-bucket": "f8e6b844222773c9e02d684c4f3c8704a3dae78c",
-  "fixed-window": "0100ef57a72f72d6664f8f12d74dc1f72f70dcfc",
-  "sliding-window": "1111337b1e4e609243a0f0dccb04350b50f57b65",
-  "sliding-log": "13a2e8f275ee717b7586a3efdbe459fd503eca0f",
-  multi: "0abdca25362b45479e2691ac4a090a35f84da816",
+  "token-bucket": "d4663c44acee0d581b8a9c952501a65d2f213bf9",
+  "fixed-window": "f2f97b21f0175a091e8264ce5da4a87ffb3b9729",
+  "sliding-window": "046daa16ba33f5aa3cb684c61da93a8cb59f9bbb",
+  "sliding-log": "4ae0ae429af97cb8fd6bd399985e79665574edff",
+  multi: "a45e1af0ebe38b6eec9e5ed8b3bbe03630dd86bc",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;

@@ -136,11 +136,11 @@ export class ScriptStore implements RedisScriptStore {
     return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, false, 0, signal);
   }
 
-  async refund(set: PolicySet, key: string, cost: number, nowMs: number): Promise<void> {
+  async refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): Promise<void> {
     const base = baseKey(set.prefix, key);
     this.#cache?.forget(base);
     try {
-      await this.#run(this.#prepared.get(set) ?? this.#prepare(set), base, "refund", cost, nowMs, false, 0);
+      await this.#run(this.#prepared.get(set) ?? this.#prepare(set), base, "refund", cost, nowMs, false, 0, undefined, marks);
     } finally {
       // A consume sent meanwhile may have run before it in Redis (another connection, an HTTP
       // request): its denial, remembered or in flight, predates the refund.
@@ -172,13 +172,16 @@ export class ScriptStore implements RedisScriptStore {
    * `signal`: once aborted, the caller has stopped waiting, and no EVAL follows a NOSCRIPT (it
    * would charge a request that already got another answer).
    */
-  async #run(prepared: Prepared, base: string, op: Op, cost: number, nowMs: number, remember: boolean, sentAt: number, signal?: CallSignal): Promise<StoreResult> {
+  async #run(prepared: Prepared, base: string, op: Op, cost: number, nowMs: number, remember: boolean, sentAt: number, signal?: CallSignal, marks?: readonly number[]): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
     if (this.ownsClock && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
     else {
       const list = [op === "consume" ? String(cost) : op === "peek" ? "0" : String(-cost), ...prepared.tail];
+      // The marks follow the time, which is then always sent: "" for the server's clock.
       if (!this.ownsClock) list.push(String(toMicros(nowMs)));
+      else if (marks !== undefined) list.push("");
+      if (marks !== undefined) for (const mark of marks) list.push(String(mark));
       args = list;
     }
     const script = prepared.script;
@@ -199,8 +202,10 @@ export class ScriptStore implements RedisScriptStore {
       }
     }
     if (op === "refund") return NO_RESULT;
-    if (!isResult(reply, 1 + prepared.count * FIELDS_PER_POLICY)) {
-      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of ${1 + prepared.count * FIELDS_PER_POLICY} integers.`);
+    // A charged admission carries one mark per policy after the figures.
+    const length = 1 + prepared.count * FIELDS_PER_POLICY + (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
+    if (!isResult(reply, length)) {
+      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of ${length} integers.`);
     }
     const result = reply;
     if (remember && result[0] === 0 && this.#cache!.generation === generation) this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
