@@ -295,11 +295,14 @@ describe("architecture", () => {
     expect(run.status).toBe(0);
   });
 
-  it("each adapter stays a translation layer (under 100 lines)", async () => {
+  // Code lines, not comments or blank lines: the JSDoc users read on every export, and the
+  // formatter's wrapping of long lines, are no logic that belongs in core.
+  it("each adapter stays a translation layer (under 80 lines of code)", async () => {
     const { readFileSync } = await import("node:fs");
     for (const pkg of ["hono", "express", "koa"]) {
-      const lines = readFileSync(fileURLToPath(new URL(`../../packages/${pkg}/src/index.ts`, import.meta.url)), "utf8").split("\n").length;
-      expect(lines, pkg).toBeLessThan(100);
+      const source = readFileSync(fileURLToPath(new URL(`../../packages/${pkg}/src/index.ts`, import.meta.url)), "utf8");
+      const code = source.replace(/\/\*[\s\S]*?\*\//g, "").split("\n").filter((line) => line.trim() !== "" && !line.trim().startsWith("//"));
+      expect(code.length, pkg).toBeLessThan(80);
     }
   });
 });

@@ -55,7 +55,9 @@ export interface Decision {
  * but pass it to `refund()`; plain data, so it survives `JSON.stringify`/`JSON.parse`.
  */
 export interface Charge {
+  /** The units charged. */
   readonly cost: number;
+  /** Per policy, in the limiter's order: the window index, log timestamp or bucket time charged. */
   readonly marks: readonly number[];
 }
 

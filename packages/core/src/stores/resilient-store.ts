@@ -26,6 +26,7 @@ export interface CircuitBreakerOptions {
 
 /** Where a resilient store writes that its store started failing or recovered (default `console`). */
 export interface StoreLogger {
+  /** Receives the line saying the store started failing (and the recovery line without `info`). */
   warn(message: string): void;
   /** Used for the recovery line when present; else `warn`. */
   info?(message: string): void;
@@ -80,6 +81,7 @@ export interface ResilientStore extends RateLimitStore {
   readonly inner: RateLimitStore;
   /** Ms the circuit stays open from `nowMs` (0: closed, the store is called). */
   openForMs(nowMs: number): number;
+  /** The counters since the wrapper was made: calls, failures, timeouts, late charges... */
   stats(): ResilientStoreStats;
 }
 

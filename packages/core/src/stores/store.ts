@@ -19,6 +19,7 @@ export interface PolicySet {
  * should then send nothing more for it (no follow-up command). `AbortSignal` is one.
  */
 export interface CallSignal {
+  /** True once the caller has abandoned the call. */
   readonly aborted: boolean;
 }
 
