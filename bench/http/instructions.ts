@@ -41,7 +41,7 @@ if (spawnSync("valgrind", ["--version"]).status !== 0) throw new Error("valgrind
 async function load(port: number, total: number): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   let sent = 0;
-  const one = () =>
+  const once = () =>
     new Promise<void>((resolve, reject) => {
       const req = request({ host: "127.0.0.1", port, path: "/", agent }, (res) => {
         res.resume();
@@ -50,6 +50,20 @@ async function load(port: number, total: number): Promise<void> {
       req.on("error", reject);
       req.end();
     });
+  // A server under valgrind on a loaded machine can leave a keep-alive connection idle past its
+  // keep-alive timeout (between the warm-up and the counted run, while callgrind_control runs):
+  // the server closes it as the agent reuses it, and the request is reset before it reached the
+  // handler. Sent again on a new connection, it is counted once.
+  const one = async (): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await once();
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt === 3 || (code !== "ECONNRESET" && code !== "EPIPE")) throw error;
+      }
+    }
+  };
   const worker = async () => {
     while (sent < total) {
       sent++;
@@ -63,6 +77,7 @@ async function load(port: number, total: number): Promise<void> {
 /** Main-thread instructions per request of one server variant. */
 async function perRequest(framework: string, variant: string): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "fg-callgrind-"));
+  let running: ReturnType<typeof spawn> | undefined;
   try {
     const child = spawn(
       "valgrind",
@@ -70,6 +85,7 @@ async function perRequest(framework: string, variant: string): Promise<number> {
         process.execPath, "--import", "tsx", SERVER, framework, variant === "floodgate-baseline" ? "floodgate" : variant],
       { ...childOf(variant === "floodgate-baseline" ? BASELINE! : CURRENT!), stdio: ["ignore", "pipe", "pipe"] },
     );
+    running = child;
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -95,6 +111,8 @@ async function perRequest(framework: string, variant: string): Promise<number> {
     if (!m) throw new Error(`${framework}/${variant}: no totals in callgrind's output`);
     return Number(m[1]) / REQUESTS;
   } finally {
+    // A failed measurement must not leave its server running under valgrind.
+    if (running !== undefined && running.exitCode === null && running.signalCode === null) running.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   }
 }
