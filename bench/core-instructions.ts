@@ -9,11 +9,15 @@
  *   instead of the working tree's, alone in its process as the working tree's is.
  *   --out <file>: keep callgrind's output of the larger run (for callgrind_annotate).
  * Runs itself twice under `valgrind --tool=callgrind --instr-atstart=no` (node --single-threaded
- * --expose-gc): each child builds the limiter as bench/core.ts does for that row, warms every
+ * --expose-gc --predictable-gc-schedule): each child builds the limiter as bench/core.ts does for that row, warms every
  * Floodgate path first as bench/core.ts does, runs the row's own loop 20,000 times, collects
  * garbage, switches instrumentation on (`callgrind_control -i on`) and makes 50,000 or 150,000
- * calls. Instructions per call = (Ir(150,000) − Ir(50,000)) / 100,000: other load on the
- * machine cannot move it (repeats agree within ≈ ±30 on a quiet machine).
+ * calls. Instructions per call = (Ir(150,000) − Ir(50,000)) / 100,000.
+ * `--predictable-gc-schedule`: V8 otherwise sizes its heap and schedules collections from
+ * measured speeds (bytes allocated per millisecond, the memory reducer's timers), so on a loaded
+ * machine, where a run under valgrind takes longer in wall time, the measured loop ran a
+ * different number of collections: repeats of the same row were seen 1.3–3× apart. With a fixed
+ * schedule, other load cannot move the count.
  */
 import { execSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -33,7 +37,7 @@ if (callsArg === undefined) {
   const ir = (calls: number): number => {
     const run = spawnSync("valgrind", [
       "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out !== undefined && calls > 50_000 ? out : "/dev/null"}`,
-      process.execPath, "--single-threaded", "--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url),
+      process.execPath, "--single-threaded", "--predictable-gc-schedule", "--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url),
       subject!, scenarioArg!, api!, String(calls), ...(baseline === undefined ? [] : ["--baseline", baseline]),
     ], { encoding: "utf8", env: { ...process.env, IB_CTL: "1" } });
     const m = /Collected : (\d+)/.exec(run.stderr ?? "");

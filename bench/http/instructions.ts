@@ -6,6 +6,9 @@
 // and GC helper threads, whose work depends on timing, are left out, and so is the kernel (the
 // socket writes, the same with or without a limiter). Unlike the timed run (run.ts), other load
 // on the machine cannot move these figures: repeats agree within a few thousand instructions.
+// The server runs with `--predictable-gc-schedule`: otherwise V8 schedules collections from
+// measured speeds, and a server under valgrind on a loaded machine, slower in wall time, would
+// count a different amount of collection work.
 //   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate] [--warm 4000] [--requests 6000] [--baseline <dir>]
 // `--baseline <dir>` (a copy made by scripts/bench-baseline.sh) adds the variant
 // `floodgate-baseline`: the Floodgate server run in that copy's root, so it loads the copy's packages.
@@ -82,7 +85,7 @@ async function perRequest(framework: string, variant: string): Promise<number> {
     const child = spawn(
       "valgrind",
       ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${join(dir, "cg.out")}`,
-        process.execPath, "--import", "tsx", SERVER, framework, variant === "floodgate-baseline" ? "floodgate" : variant],
+        process.execPath, "--predictable-gc-schedule", "--import", "tsx", SERVER, framework, variant === "floodgate-baseline" ? "floodgate" : variant],
       { ...childOf(variant === "floodgate-baseline" ? BASELINE! : CURRENT!), stdio: ["ignore", "pipe", "pipe"] },
     );
     running = child;
