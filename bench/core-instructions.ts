@@ -22,7 +22,7 @@
 import { execSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { baselineRoot, CURRENT_ROOT } from "./copies.ts";
-import { CLOCK, DECIDE, FLOOR, floodgate, peer, PEERS, SCENARIO_NAMES, useCopies, warmUp } from "./core-rows.ts";
+import { CLOCK, DECIDE, floodgate, FLOOR, peer, PEERS, SCENARIO_NAMES, useCopies, warmUp } from "./core-rows.ts";
 
 const flag = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,9 +36,21 @@ if (callsArg === undefined) {
   // The parent: two children under callgrind, the difference of their counts.
   const ir = (calls: number): number => {
     const run = spawnSync("valgrind", [
-      "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out !== undefined && calls > 50_000 ? out : "/dev/null"}`,
-      process.execPath, "--single-threaded", "--predictable-gc-schedule", "--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url),
-      subject!, scenarioArg!, api!, String(calls), ...(baseline === undefined ? [] : ["--baseline", baseline]),
+      "--tool=callgrind",
+      "--instr-atstart=no",
+      `--callgrind-out-file=${out !== undefined && calls > 50_000 ? out : "/dev/null"}`,
+      process.execPath,
+      "--single-threaded",
+      "--predictable-gc-schedule",
+      "--expose-gc",
+      "--import",
+      "tsx",
+      fileURLToPath(import.meta.url),
+      subject!,
+      scenarioArg!,
+      api!,
+      String(calls),
+      ...(baseline === undefined ? [] : ["--baseline", baseline]),
     ], { encoding: "utf8", env: { ...process.env, IB_CTL: "1" } });
     const m = /Collected : (\d+)/.exec(run.stderr ?? "");
     if (!m) throw new Error(`no instruction count from valgrind (is it installed?): ${run.error ?? run.stderr}`);
@@ -46,7 +58,11 @@ if (callsArg === undefined) {
   };
   const low = ir(50_000);
   const high = ir(150_000);
-  console.log(`${subject} ${scenarioArg} ${api}${baseline === undefined ? "" : ` (baseline ${baseline})`}: ${Math.round((high - low) / 100_000)} instructions per call`);
+  console.log(
+    `${subject} ${scenarioArg} ${api}${baseline === undefined ? "" : ` (baseline ${baseline})`}: ${
+      Math.round((high - low) / 100_000)
+    } instructions per call`,
+  );
   process.exit(0);
 }
 const calls = Number(callsArg);
@@ -62,7 +78,10 @@ const scenario = SCENARIO_NAMES[scenarioArg!]!;
 // A full collection first (node --expose-gc), so that no earlier garbage is swept inside the measured phase.
 const measure = (): void => {
   const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc) { gc(); gc(); }
+  if (gc) {
+    gc();
+    gc();
+  }
   if (process.env.IB_CTL) execSync(`callgrind_control -i on ${process.pid}`, { stdio: "ignore" });
 };
 
@@ -82,7 +101,8 @@ let sink: number;
 if (!(subject! in PEER_NAMES)) {
   const fn = await floodgate(api === "decide" ? `${subject}${DECIDE}` : api === "floor" ? `${subject}${FLOOR}` : subject!, scenario);
   // Like mitata's warm-up: the row's own loop first, so that it is optimized before measuring.
-  if (api === "decide") loopSync(fn, 20_000); else await loopAsync(fn, 20_000);
+  if (api === "decide") loopSync(fn, 20_000);
+  else await loopAsync(fn, 20_000);
   measure();
   sink = api === "decide" ? loopSync(fn, calls) : await loopAsync(fn, calls);
 } else {

@@ -58,7 +58,7 @@ async function load(port: number, total: number): Promise<void> {
   // the server closes it as the agent reuses it, and the request is reset before it reached the
   // handler. Sent again on a new connection, it is counted once.
   const one = async (): Promise<void> => {
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1;; attempt++) {
       try {
         return await once();
       } catch (error) {
@@ -84,8 +84,19 @@ async function perRequest(framework: string, variant: string): Promise<number> {
   try {
     const child = spawn(
       "valgrind",
-      ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${join(dir, "cg.out")}`,
-        process.execPath, "--predictable-gc-schedule", "--import", "tsx", SERVER, framework, variant === "floodgate-baseline" ? "floodgate" : variant],
+      [
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--separate-threads=yes",
+        `--callgrind-out-file=${join(dir, "cg.out")}`,
+        process.execPath,
+        "--predictable-gc-schedule",
+        "--import",
+        "tsx",
+        SERVER,
+        framework,
+        variant === "floodgate-baseline" ? "floodgate" : variant,
+      ],
       { ...childOf(variant === "floodgate-baseline" ? BASELINE! : CURRENT!), stdio: ["ignore", "pipe", "pipe"] },
     );
     running = child;
@@ -144,7 +155,9 @@ for (const framework of FRAMEWORKS) {
     rows.push(`| ${framework} | ${NAMES[variant]?.(framework) ?? variant} | ${fmt(figures[variant])} | ${fmt(added)} | ${ofPeer} |`);
   }
 }
-console.log(`\nMain-thread instructions per request (callgrind; ${WARM} warm-up requests, then ${REQUESTS} counted; ${CONNECTIONS} keep-alive connections)\n`);
+console.log(
+  `\nMain-thread instructions per request (callgrind; ${WARM} warm-up requests, then ${REQUESTS} counted; ${CONNECTIONS} keep-alive connections)\n`,
+);
 console.log("| framework | variant | instructions/request | added | added ÷ peer's added |");
 console.log("|---|---|---|---|---|");
 for (const row of rows) console.log(row);
