@@ -9,16 +9,20 @@
  *   instead of the working tree's, alone in its process as the working tree's is.
  *   --out <file>: keep callgrind's output of the larger run (for callgrind_annotate).
  * Runs itself twice under `valgrind --tool=callgrind --instr-atstart=no` (node --single-threaded
- * --expose-gc): each child builds the limiter as bench/core.ts does for that row, warms every
+ * --expose-gc --predictable-gc-schedule): each child builds the limiter as bench/core.ts does for that row, warms every
  * Floodgate path first as bench/core.ts does, runs the row's own loop 20,000 times, collects
  * garbage, switches instrumentation on (`callgrind_control -i on`) and makes 50,000 or 150,000
- * calls. Instructions per call = (Ir(150,000) − Ir(50,000)) / 100,000: other load on the
- * machine cannot move it (repeats agree within ≈ ±30 on a quiet machine).
+ * calls. Instructions per call = (Ir(150,000) − Ir(50,000)) / 100,000.
+ * `--predictable-gc-schedule`: V8 otherwise sizes its heap and schedules collections from
+ * measured speeds (bytes allocated per millisecond, the memory reducer's timers), so on a loaded
+ * machine, where a run under valgrind takes longer in wall time, the measured loop ran a
+ * different number of collections: repeats of the same row were seen 1.3–3× apart. With a fixed
+ * schedule, other load cannot move the count.
  */
 import { execSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { baselineRoot, CURRENT_ROOT } from "./copies.ts";
-import { CLOCK, DECIDE, FLOOR, floodgate, peer, PEERS, SCENARIO_NAMES, useCopies, warmUp } from "./core-rows.ts";
+import { CLOCK, DECIDE, floodgate, FLOOR, peer, PEERS, SCENARIO_NAMES, useCopies, warmUp } from "./core-rows.ts";
 
 const flag = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -32,9 +36,21 @@ if (callsArg === undefined) {
   // The parent: two children under callgrind, the difference of their counts.
   const ir = (calls: number): number => {
     const run = spawnSync("valgrind", [
-      "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out !== undefined && calls > 50_000 ? out : "/dev/null"}`,
-      process.execPath, "--single-threaded", "--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url),
-      subject!, scenarioArg!, api!, String(calls), ...(baseline === undefined ? [] : ["--baseline", baseline]),
+      "--tool=callgrind",
+      "--instr-atstart=no",
+      `--callgrind-out-file=${out !== undefined && calls > 50_000 ? out : "/dev/null"}`,
+      process.execPath,
+      "--single-threaded",
+      "--predictable-gc-schedule",
+      "--expose-gc",
+      "--import",
+      "tsx",
+      fileURLToPath(import.meta.url),
+      subject!,
+      scenarioArg!,
+      api!,
+      String(calls),
+      ...(baseline === undefined ? [] : ["--baseline", baseline]),
     ], { encoding: "utf8", env: { ...process.env, IB_CTL: "1" } });
     const m = /Collected : (\d+)/.exec(run.stderr ?? "");
     if (!m) throw new Error(`no instruction count from valgrind (is it installed?): ${run.error ?? run.stderr}`);
@@ -42,7 +58,11 @@ if (callsArg === undefined) {
   };
   const low = ir(50_000);
   const high = ir(150_000);
-  console.log(`${subject} ${scenarioArg} ${api}${baseline === undefined ? "" : ` (baseline ${baseline})`}: ${Math.round((high - low) / 100_000)} instructions per call`);
+  console.log(
+    `${subject} ${scenarioArg} ${api}${baseline === undefined ? "" : ` (baseline ${baseline})`}: ${
+      Math.round((high - low) / 100_000)
+    } instructions per call`,
+  );
   process.exit(0);
 }
 const calls = Number(callsArg);
@@ -58,7 +78,10 @@ const scenario = SCENARIO_NAMES[scenarioArg!]!;
 // A full collection first (node --expose-gc), so that no earlier garbage is swept inside the measured phase.
 const measure = (): void => {
   const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc) { gc(); gc(); }
+  if (gc) {
+    gc();
+    gc();
+  }
   if (process.env.IB_CTL) execSync(`callgrind_control -i on ${process.pid}`, { stdio: "ignore" });
 };
 
@@ -78,7 +101,8 @@ let sink: number;
 if (!(subject! in PEER_NAMES)) {
   const fn = await floodgate(api === "decide" ? `${subject}${DECIDE}` : api === "floor" ? `${subject}${FLOOR}` : subject!, scenario);
   // Like mitata's warm-up: the row's own loop first, so that it is optimized before measuring.
-  if (api === "decide") loopSync(fn, 20_000); else await loopAsync(fn, 20_000);
+  if (api === "decide") loopSync(fn, 20_000);
+  else await loopAsync(fn, 20_000);
   measure();
   sink = api === "decide" ? loopSync(fn, calls) : await loopAsync(fn, calls);
 } else {

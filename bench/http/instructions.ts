@@ -6,6 +6,9 @@
 // and GC helper threads, whose work depends on timing, are left out, and so is the kernel (the
 // socket writes, the same with or without a limiter). Unlike the timed run (run.ts), other load
 // on the machine cannot move these figures: repeats agree within a few thousand instructions.
+// The server runs with `--predictable-gc-schedule`: otherwise V8 schedules collections from
+// measured speeds, and a server under valgrind on a loaded machine, slower in wall time, would
+// count a different amount of collection work.
 //   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate] [--warm 4000] [--requests 6000] [--baseline <dir>]
 // `--baseline <dir>` (a copy made by scripts/bench-baseline.sh) adds the variant
 // `floodgate-baseline`: the Floodgate server run in that copy's root, so it loads the copy's packages.
@@ -41,7 +44,7 @@ if (spawnSync("valgrind", ["--version"]).status !== 0) throw new Error("valgrind
 async function load(port: number, total: number): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   let sent = 0;
-  const one = () =>
+  const once = () =>
     new Promise<void>((resolve, reject) => {
       const req = request({ host: "127.0.0.1", port, path: "/", agent }, (res) => {
         res.resume();
@@ -50,6 +53,20 @@ async function load(port: number, total: number): Promise<void> {
       req.on("error", reject);
       req.end();
     });
+  // A server under valgrind on a loaded machine can leave a keep-alive connection idle past its
+  // keep-alive timeout (between the warm-up and the counted run, while callgrind_control runs):
+  // the server closes it as the agent reuses it, and the request is reset before it reached the
+  // handler. Sent again on a new connection, it is counted once.
+  const one = async (): Promise<void> => {
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await once();
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt === 3 || (code !== "ECONNRESET" && code !== "EPIPE")) throw error;
+      }
+    }
+  };
   const worker = async () => {
     while (sent < total) {
       sent++;
@@ -63,13 +80,26 @@ async function load(port: number, total: number): Promise<void> {
 /** Main-thread instructions per request of one server variant. */
 async function perRequest(framework: string, variant: string): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "fg-callgrind-"));
+  let running: ReturnType<typeof spawn> | undefined;
   try {
     const child = spawn(
       "valgrind",
-      ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${join(dir, "cg.out")}`,
-        process.execPath, "--import", "tsx", SERVER, framework, variant === "floodgate-baseline" ? "floodgate" : variant],
+      [
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--separate-threads=yes",
+        `--callgrind-out-file=${join(dir, "cg.out")}`,
+        process.execPath,
+        "--predictable-gc-schedule",
+        "--import",
+        "tsx",
+        SERVER,
+        framework,
+        variant === "floodgate-baseline" ? "floodgate" : variant,
+      ],
       { ...childOf(variant === "floodgate-baseline" ? BASELINE! : CURRENT!), stdio: ["ignore", "pipe", "pipe"] },
     );
+    running = child;
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -95,6 +125,8 @@ async function perRequest(framework: string, variant: string): Promise<number> {
     if (!m) throw new Error(`${framework}/${variant}: no totals in callgrind's output`);
     return Number(m[1]) / REQUESTS;
   } finally {
+    // A failed measurement must not leave its server running under valgrind.
+    if (running !== undefined && running.exitCode === null && running.signalCode === null) running.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -123,7 +155,9 @@ for (const framework of FRAMEWORKS) {
     rows.push(`| ${framework} | ${NAMES[variant]?.(framework) ?? variant} | ${fmt(figures[variant])} | ${fmt(added)} | ${ofPeer} |`);
   }
 }
-console.log(`\nMain-thread instructions per request (callgrind; ${WARM} warm-up requests, then ${REQUESTS} counted; ${CONNECTIONS} keep-alive connections)\n`);
+console.log(
+  `\nMain-thread instructions per request (callgrind; ${WARM} warm-up requests, then ${REQUESTS} counted; ${CONNECTIONS} keep-alive connections)\n`,
+);
 console.log("| framework | variant | instructions/request | added | added ÷ peer's added |");
 console.log("|---|---|---|---|---|");
 for (const row of rows) console.log(row);
