@@ -299,10 +299,10 @@ describe("refund(key, { charge })", () => {
     expect((await limiter.peek("k")).remaining).toBe(5);
   });
 
-  it("a decision's charge is read-only plain data, in its JSON too", async () => {
+  it("a decision's charge is plain data, in its JSON too", async () => {
     const limiter = createRateLimiter({ policy: tokenBucket({ capacity: 2, refillRate: 1 }), clock: () => START });
     const d = await limiter.limit("k");
-    expect(Object.isFrozen(d.charge)).toBe(true);
+    expect(Object.getPrototypeOf(d.charge)).toBe(Object.prototype);
     expect(d.charge).toEqual({ cost: 1, marks: [START * 1000 + 1_000_000] });
     expect(JSON.parse(JSON.stringify(d)).charge).toEqual(d.charge);
     expect(d.charge).toBe(d.charge);

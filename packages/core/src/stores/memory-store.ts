@@ -193,7 +193,8 @@ class MemoryStoreImpl implements MemoryStore {
     const policies = set.policies;
     if (ref !== undefined && policies.length === 1) {
       // One policy on a tracked key (the hot path): one call that decides and, when admitted, charges.
-      const out = [0, 0, 0, 0, 0];
+      // Room for the charge's mark at once: growing the array later would copy it.
+      const out = charge ? [0, 0, 0, 0, 0, 0] : [0, 0, 0, 0, 0];
       const data = layout.data;
       const base = (ref >>> LAYOUT_BITS) * layout.width;
       data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
@@ -204,8 +205,10 @@ class MemoryStoreImpl implements MemoryStore {
         out[0] = 1;
         if (charge) {
           data[base] = expiry;
-          out.push(algorithm.mark(policies[0]!, data, base + HEADER, log));
+          out[5] = algorithm.mark(policies[0]!, data, base + HEADER, log);
         }
+      } else if (charge) {
+        out.pop(); // a denial carries no mark
       }
       return out;
     }
