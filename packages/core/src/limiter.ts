@@ -316,13 +316,7 @@ class SingleDecision {
   declare readonly charge: Charge | undefined;
 
   constructor(result: StoreResult, policy: Policy, cost: number) {
-    this.allowed = result[0] === 1;
-    this.limit = policy.limit;
-    this.remaining = result[2]!;
-    this.resetAt = result[3]!;
-    this.retryAfterMs = this.allowed ? 0 : retryOf(result[4]!);
-    this.policy = policy.name;
-    this.charge = singleCharge(this.allowed, result, cost);
+    fillSingle(this as Mutable<Omit<Decision, "policies">>, result, policy, cost);
   }
 
   get policies(): readonly PolicyDecision[] {
@@ -353,14 +347,6 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 /** Read once: `Object.create` then gets the same prototype object every call, with no property read. */
 const SINGLE_DECISION: object = SingleDecision.prototype;
 
-/**
- * A charged single-policy admission's charge: its mark follows the figures (see chargeOf). Plain
- * data, not frozen: `Object.freeze` of the charge and its marks cost ~1,000 machine instructions
- * per decision, as much as the whole decision (callgrind).
- */
-function singleCharge(allowed: boolean, result: StoreResult, cost: number): Charge | undefined {
-  return allowed && cost > 0 && result.length > 5 ? { cost, marks: [result[5]!] } : undefined;
-}
 
 /**
  * A decision over one policy: the store's numbers, on an object made by `Object.create` of
@@ -372,15 +358,21 @@ function singleCharge(allowed: boolean, result: StoreResult, cost: number): Char
  * Properties, their order, the prototype and `toJSON` are those of the class instance.
  */
 function singleDecision(result: StoreResult, policy: Policy, cost: number): Decision {
-  const d = Object.create(SINGLE_DECISION) as Mutable<Omit<Decision, "policies">>;
+  return fillSingle(Object.create(SINGLE_DECISION) as Mutable<Omit<Decision, "policies">>, result, policy, cost) as Decision;
+}
+
+/** Writes a single-policy decision's own properties, in the one order both ways of making it share. */
+function fillSingle(d: Mutable<Omit<Decision, "policies">>, result: StoreResult, policy: Policy, cost: number): Mutable<Omit<Decision, "policies">> {
   d.allowed = result[0] === 1;
   d.limit = policy.limit;
   d.remaining = result[2]!;
   d.resetAt = result[3]!;
   d.retryAfterMs = d.allowed ? 0 : retryOf(result[4]!);
   d.policy = policy.name;
-  d.charge = singleCharge(d.allowed, result, cost);
-  return d as Decision;
+  // A charged admission's mark follows the figures (see chargeOf). Plain data, not frozen:
+  // freezing the charge and its marks cost ~1,000 machine instructions per decision (callgrind).
+  d.charge = d.allowed && cost > 0 && result.length > 5 ? { cost, marks: [result[5]!] } : undefined;
+  return d;
 }
 
 class MultiDecision implements Decision {

@@ -362,18 +362,12 @@ class ResilientStoreImpl implements ResilientStore {
   #lateCharge(set: PolicySet, key: string, cost: number, nowMs: number, result: StoreResult): void {
     if (result[0] !== 1) return;
     this.#lateCharges++;
-    const count = set.policies.length;
-    const at = 1 + count * FIELDS_PER_POLICY;
-    if (result.length !== at + count) return;
+    // The marks follow the figures; a store that returns none keeps the charge.
+    const at = 1 + set.policies.length * FIELDS_PER_POLICY;
+    if (result.length <= at) return;
     const marks = result.slice(at);
-    let pending: MaybePromise<void>;
-    try {
-      pending = this.inner.refund(set, key, cost, nowMs, marks);
-    } catch {
-      return;
-    }
-    if (isThenable(pending)) pending.then(() => this.#lateRefunds++, () => undefined);
-    else this.#lateRefunds++;
+    // A refund that throws or rejects leaves the charge in place: it stays counted, not refunded.
+    new Promise<void>((resolve) => resolve(this.inner.refund(set, key, cost, nowMs, marks))).then(() => this.#lateRefunds++, () => undefined);
   }
 
   #succeeded(atMs: number): void {
