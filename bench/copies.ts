@@ -29,12 +29,16 @@ export function baselineRoot(argv: readonly string[] = process.argv): string | u
   const i = argv.indexOf("--baseline");
   if (i === -1) return undefined;
   const dir = argv[i + 1];
-  if (dir === undefined || dir.startsWith("--")) throw new Error("--baseline needs a directory (make one with scripts/bench-baseline.sh <commit> [dir])");
+  if (dir === undefined || dir.startsWith("--")) {
+    throw new Error("--baseline needs a directory (make one with scripts/bench-baseline.sh <commit> [dir])");
+  }
   const root = path.resolve(dir);
   if (!existsSync(path.join(root, "packages/core/src/index.ts"))) {
     throw new Error(`--baseline ${dir}: no packages/core/src/index.ts there (make the copy with scripts/bench-baseline.sh <commit> [dir])`);
   }
-  if (!existsSync(path.join(root, "node_modules"))) throw new Error(`--baseline ${dir}: no node_modules there (scripts/bench-baseline.sh links them)`);
+  if (!existsSync(path.join(root, "node_modules"))) {
+    throw new Error(`--baseline ${dir}: no node_modules there (scripts/bench-baseline.sh links them)`);
+  }
   return root;
 }
 

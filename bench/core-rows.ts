@@ -7,7 +7,7 @@
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { MemoryStore } from "express-rate-limit";
 import type { Policy } from "../packages/core/src/index.ts";
-import { loadCore, type Core, type Copy } from "./copies.ts";
+import { type Copy, type Core, loadCore } from "./copies.ts";
 
 const T0 = 1_700_000_000_000;
 const DISTINCT = 100_000;
@@ -18,7 +18,13 @@ const DAY = 86_400_000;
 export type Scenario = "hot key" | "hot key, Date.now" | "100k keys" | "100k keys, 1M cap" | "mostly denied";
 export const SCENARIOS: readonly Scenario[] = ["hot key", "hot key, Date.now", "100k keys", "100k keys, 1M cap", "mostly denied"];
 /** Short names of the scenarios, for flags. */
-export const SCENARIO_NAMES: Record<string, Scenario> = { hot: "hot key", now: "hot key, Date.now", "100k": "100k keys", "1m": "100k keys, 1M cap", denied: "mostly denied" };
+export const SCENARIO_NAMES: Record<string, Scenario> = {
+  hot: "hot key",
+  now: "hot key, Date.now",
+  "100k": "100k keys",
+  "1m": "100k keys, 1M cap",
+  denied: "mostly denied",
+};
 /** The peers' rows each Floodgate scenario is compared with (the peers have no clock or bound to vary). */
 export const PEER_SCENARIO: Record<Scenario, Scenario> = {
   "hot key": "hot key",
@@ -37,7 +43,13 @@ export const ALGORITHMS: Record<string, (core: Core, limit: number, windowMs: nu
   fixedWindow: (core, limit, windowMs) => core.fixedWindow({ limit, window: windowMs }),
   slidingLog: (core, limit, windowMs) => core.slidingLog({ limit, window: windowMs }),
 };
-export const PEERS = ["rate-limiter-flexible", "express-rate-limit MemoryStore", "async Map counter", "async no-op (floor)", "Date.now() alone"] as const;
+export const PEERS = [
+  "rate-limiter-flexible",
+  "express-rate-limit MemoryStore",
+  "async Map counter",
+  "async no-op (floor)",
+  "Date.now() alone",
+] as const;
 export const ERL = PEERS[1];
 export const MAP = PEERS[2];
 export const NOOP = PEERS[3];
@@ -71,7 +83,8 @@ export const subjectsOf = (): readonly string[] => subjects;
 export async function useCopies(list: readonly Copy[]): Promise<void> {
   for (const copy of list) cores.set(copy.suffix, await loadCore(copy));
   subjects = list.flatMap((copy, i) =>
-    Object.keys(ALGORITHMS).flatMap((a) => [...APIS.map((api) => `${a}${api}${copy.suffix}`), ...(i === 0 ? [`${a}${FLOOR}`] : [])]));
+    Object.keys(ALGORITHMS).flatMap((a) => [...APIS.map((api) => `${a}${api}${copy.suffix}`), ...(i === 0 ? [`${a}${FLOOR}`] : [])])
+  );
 }
 /** The suffix of the subject's copy ("" for the working tree). */
 export const copyOf = (subject: string): string => [...cores.keys()].find((suffix) => suffix !== "" && subject.endsWith(suffix)) ?? "";
@@ -91,8 +104,8 @@ export async function floodgate(subject: string, scenario: Scenario): Promise<()
   const policy = scenario === "mostly denied"
     ? ALGORITHMS[algorithm]!(core, 1, DAY)
     : scenario === "hot key, Date.now"
-      ? ALGORITHMS[algorithm]!(core, 1e9, 1_000_000)
-      : ALGORITHMS[algorithm]!(core, 100, 1000);
+    ? ALGORITHMS[algorithm]!(core, 1e9, 1_000_000)
+    : ALGORITHMS[algorithm]!(core, 100, 1000);
   const limiter = createRateLimiter({
     policy,
     store: scenario === "100k keys, 1M cap" ? memoryStore({ maxKeys: 1_000_000 }) : memoryStore(),

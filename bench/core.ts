@@ -60,25 +60,25 @@ import {
   ADMIT_SCENARIO,
   algorithmOf,
   ALGORITHMS,
+  CLOCK,
   copyOf,
   currentOf,
   ERL,
-  FLOOR,
   floodgate,
-  CLOCK,
+  FLOOR,
   MAP,
   NOOP,
   peer,
-  peerRuns,
   PEER_SCENARIO,
+  peerRuns,
   PEERS,
+  type Scenario,
   SCENARIO_NAMES,
   SCENARIOS as ALL_SCENARIOS,
   skip,
   subjectsOf,
   useCopies,
   warmUp,
-  type Scenario,
 } from "./core-rows.ts";
 
 const listFlag = (name: string): string[] | undefined => {
@@ -86,12 +86,20 @@ const listFlag = (name: string): string[] | undefined => {
   return i === -1 ? undefined : process.argv[i + 1]!.split(",");
 };
 const scenarioNames = listFlag("scenarios");
-for (const name of scenarioNames ?? []) if (!(name in SCENARIO_NAMES)) throw new Error(`--scenarios: unknown ${name}; expected some of ${Object.keys(SCENARIO_NAMES).join(",")}`);
+for (const name of scenarioNames ?? []) {
+  if (!(name in SCENARIO_NAMES)) {
+    throw new Error(`--scenarios: unknown ${name}; expected some of ${Object.keys(SCENARIO_NAMES).join(",")}`);
+  }
+}
 /** The scenarios measured; a Floodgate-only scenario brings the peers' rows it is compared with. */
 const chosen = new Set(scenarioNames?.map((n) => SCENARIO_NAMES[n]!) ?? ALL_SCENARIOS);
-const SCENARIOS = ALL_SCENARIOS.filter((sc) => chosen.has(sc) || [...chosen].some((c) => PEER_SCENARIO[c] === sc || ADMIT_SCENARIO[c] === sc));
+const SCENARIOS = ALL_SCENARIOS.filter((sc) =>
+  chosen.has(sc) || [...chosen].some((c) => PEER_SCENARIO[c] === sc || ADMIT_SCENARIO[c] === sc)
+);
 const algorithms = listFlag("algorithms");
-for (const name of algorithms ?? []) if (!(name in ALGORITHMS)) throw new Error(`--algorithms: unknown ${name}; expected some of ${Object.keys(ALGORITHMS).join(",")}`);
+for (const name of algorithms ?? []) {
+  if (!(name in ALGORITHMS)) throw new Error(`--algorithms: unknown ${name}; expected some of ${Object.keys(ALGORITHMS).join(",")}`);
+}
 await useCopies(copies());
 const SUBJECTS = subjectsOf().filter((s) => algorithms === undefined || algorithms.includes(algorithmOf(s)));
 /** Floodgate's rows of a scenario: the chosen scenarios, and the admitting rows a chosen denied row is compared with. */
@@ -143,10 +151,16 @@ const get = (subject: string, scenario: Scenario): number => ns.get(rowName(subj
 
 const pad = (s: string, n: number): string => s.padEnd(n);
 const num = (x: number, digits = 1): string => x.toFixed(digits);
-console.log(`\nnode ${process.version}, ${process.platform}/${process.arch}; ns per decision = p50 of mitata's samples, lowest of ${ROUNDS} round(s) (spread = highest/lowest round); decisions/s = 1e9 / ns`);
-console.log("targets: ERL/FG >= 2.00 (2x faster than express-rate-limit MemoryStore), FG/Map <= 1.50 (within 1.5x of the async Map counter), deny/admit <= 1.00\n");
+console.log(
+  `\nnode ${process.version}, ${process.platform}/${process.arch}; ns per decision = p50 of mitata's samples, lowest of ${ROUNDS} round(s) (spread = highest/lowest round); decisions/s = 1e9 / ns`,
+);
+console.log(
+  "targets: ERL/FG >= 2.00 (2x faster than express-rate-limit MemoryStore), FG/Map <= 1.50 (within 1.5x of the async Map counter), deny/admit <= 1.00\n",
+);
 const baseline = SUBJECTS.some((s) => copyOf(s) !== "");
-const header = `| ${pad("subject", baseline ? 45 : 34)} | ${pad("scenario", 17)} | ${pad("ns/decision", 11)} | ${pad("spread", 6)} | ${pad("decisions/s", 11)} | ${pad("ERL/FG", 6)} | ${pad("FG/Map", 6)} | ${pad("deny/admit", 10)} | ${pad("limit/floor", 11)} |${baseline ? " vs baseline |" : ""}`;
+const header = `| ${pad("subject", baseline ? 45 : 34)} | ${pad("scenario", 17)} | ${pad("ns/decision", 11)} | ${pad("spread", 6)} | ${
+  pad("decisions/s", 11)
+} | ${pad("ERL/FG", 6)} | ${pad("FG/Map", 6)} | ${pad("deny/admit", 10)} | ${pad("limit/floor", 11)} |${baseline ? " vs baseline |" : ""}`;
 console.log(header);
 console.log(header.replace(/[^|]/g, "-"));
 const json: Record<string, unknown>[] = [];
@@ -170,13 +184,23 @@ for (const scenario of SCENARIOS) {
     const ok = !ours || (vsErl >= 2 && vsMap <= 1.5 && (denyAdmit === undefined || denyAdmit <= 1));
     if (!ok && copyOf(subject) === "") failures++;
     console.log(
-      `| ${pad(subject, baseline ? 45 : 34)} | ${pad(scenario, 17)} | ${num(t).padStart(11)} | ${num(spread.get(rowName(subject, scenario))!, 2).padStart(6)} | ${Math.round(1e9 / t).toLocaleString("en-US").padStart(11)} | ` +
-        `${(ours ? num(vsErl, 2) : "").padStart(6)} | ${(ours ? num(vsMap, 2) : "").padStart(6)} | ${(denyAdmit === undefined ? "" : num(denyAdmit, 2)).padStart(10)} | ${(vsFloor === undefined ? "" : num(vsFloor, 2)).padStart(11)} |` +
+      `| ${pad(subject, baseline ? 45 : 34)} | ${pad(scenario, 17)} | ${num(t).padStart(11)} | ${
+        num(spread.get(rowName(subject, scenario))!, 2).padStart(6)
+      } | ${Math.round(1e9 / t).toLocaleString("en-US").padStart(11)} | ` +
+        `${(ours ? num(vsErl, 2) : "").padStart(6)} | ${(ours ? num(vsMap, 2) : "").padStart(6)} | ${
+          (denyAdmit === undefined ? "" : num(denyAdmit, 2)).padStart(10)
+        } | ${(vsFloor === undefined ? "" : num(vsFloor, 2)).padStart(11)} |` +
         `${baseline ? ` ${(vsBaseline === undefined ? "" : num(vsBaseline, 2)).padStart(11)} |` : ""}${ours && !ok ? " MISSED" : ""}`,
     );
     json.push({
-      subject, scenario, ns: t, perSecond: 1e9 / t, ...(ours ? { vsErl, vsMap } : {}), ...(denyAdmit === undefined ? {} : { denyAdmit }),
-      ...(vsFloor === undefined ? {} : { vsFloor }), ...(vsBaseline === undefined ? {} : { vsBaseline }),
+      subject,
+      scenario,
+      ns: t,
+      perSecond: 1e9 / t,
+      ...(ours ? { vsErl, vsMap } : {}),
+      ...(denyAdmit === undefined ? {} : { denyAdmit }),
+      ...(vsFloor === undefined ? {} : { vsFloor }),
+      ...(vsBaseline === undefined ? {} : { vsBaseline }),
     });
   }
 }
@@ -184,13 +208,19 @@ console.log(failures === 0 ? "\nall Floodgate rows meet the targets" : `\n${fail
 for (const scenario of SCENARIOS.filter((sc) => PEER_SCENARIO[sc] === sc && ns.has(rowName(ERL, sc)))) {
   const half = get(ERL, scenario) / 2;
   const floor = get(NOOP, scenario);
-  console.log(`${scenario}: half of express-rate-limit = ${num(half)} ns, async no-op = ${num(floor)} ns` +
-    (floor > half ? " (no promise-returning call can reach 2x express-rate-limit here)" : ""));
+  console.log(
+    `${scenario}: half of express-rate-limit = ${num(half)} ns, async no-op = ${num(floor)} ns` +
+      (floor > half ? " (no promise-returning call can reach 2x express-rate-limit here)" : ""),
+  );
 }
 if (ns.has(rowName(CLOCK, "hot key"))) {
   // express-rate-limit's increment reads Date.now() itself; a decision on the real clock must too.
   const half = get(ERL, "hot key") / 2;
   const clock = get(CLOCK, "hot key");
-  console.log(`Date.now() alone = ${num(clock)} ns: a decision on the real clock has ${num(half - clock)} ns left for everything else to be 2x express-rate-limit's hot key (half = ${num(half)} ns)`);
+  console.log(
+    `Date.now() alone = ${num(clock)} ns: a decision on the real clock has ${
+      num(half - clock)
+    } ns left for everything else to be 2x express-rate-limit's hot key (half = ${num(half)} ns)`,
+  );
 }
 if (process.argv.includes("--json")) console.log(JSON.stringify(json));

@@ -88,11 +88,22 @@ if (child !== undefined) {
   process.exit(0);
 }
 
-console.log(`node ${process.version}, ${process.platform}/${process.arch}; bytes per tracked key at ${KEYS.toLocaleString("en-US")} keys (heapUsed + arrayBuffers delta after gc); target <= 120 B for the memory store\n`);
+console.log(
+  `node ${process.version}, ${process.platform}/${process.arch}; bytes per tracked key at ${
+    KEYS.toLocaleString("en-US")
+  } keys (heapUsed + arrayBuffers delta after gc); target <= 120 B for the memory store\n`,
+);
 console.log(`| ${"subject".padEnd(40)} | bytes/key | with key strings |`);
 console.log(`|${"-".repeat(42)}|-----------|------------------|`);
 for (const name of SUBJECTS) {
-  const out = execFileSync(process.execPath, ["--expose-gc", "--max-old-space-size=4096", "--import", "tsx", fileURLToPath(import.meta.url), name], {
+  const out = execFileSync(process.execPath, [
+    "--expose-gc",
+    "--max-old-space-size=4096",
+    "--import",
+    "tsx",
+    fileURLToPath(import.meta.url),
+    name,
+  ], {
     encoding: "utf8",
   });
   const { store, withKeys } = JSON.parse(out.trim().split("\n").pop()!) as { store: number; withKeys: number };

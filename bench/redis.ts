@@ -36,7 +36,7 @@ import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createClient } from "redis";
-import { copies, loadCore, type Core } from "./copies.ts";
+import { copies, type Core, loadCore } from "./copies.ts";
 import { freePort, startRedis } from "../test/support/redis-server.ts";
 import { startUpstashBridge } from "../packages/upstash-local/src/index.ts";
 
@@ -133,7 +133,11 @@ async function main(): Promise<void> {
   const shapeSha = (await admin.script("LOAD", SHAPE)) as string;
   const subjects: Subject[] = [
     { name: "floor: bare EVALSHA (ioredis)", decide: () => io.evalsha(floorSha, 0) },
-    { name: "floor with Floodgate's call and reply shape (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => io.evalsha(shapeSha, 1, `b0:{${id}}`, "1", "100000000", "3600000") },
+    {
+      name: "floor with Floodgate's call and reply shape (ioredis)",
+      floor: "floor: bare EVALSHA (ioredis)",
+      decide: (id) => io.evalsha(shapeSha, 1, `b0:{${id}}`, "1", "100000000", "3600000"),
+    },
   ];
   const rlf = new RateLimiterRedis({ storeClient: io, points: 100_000_000, duration: 3600, keyPrefix: "b4" });
   const ours = (client: string, floor: string, make: (core: Core, n: number) => (id: string) => Promise<unknown>): void => {
@@ -148,7 +152,11 @@ async function main(): Promise<void> {
   subjects.push(
     { name: "rate-limiter-flexible RateLimiterRedis (ioredis)", floor: "floor: bare EVALSHA (ioredis)", decide: (id) => rlf.consume(id) },
     { name: "floor: bare EVALSHA (node-redis)", decide: () => node.evalSha(floorSha, { keys: [], arguments: [] }) },
-    { name: "floor with Floodgate's call and reply shape (node-redis)", floor: "floor: bare EVALSHA (node-redis)", decide: (id) => node.evalSha(shapeSha, { keys: [`b0:{${id}}`], arguments: ["1", "100000000", "3600000"] }) },
+    {
+      name: "floor with Floodgate's call and reply shape (node-redis)",
+      floor: "floor: bare EVALSHA (node-redis)",
+      decide: (id) => node.evalSha(shapeSha, { keys: [`b0:{${id}}`], arguments: ["1", "100000000", "3600000"] }),
+    },
   );
   ours("redisStore (node-redis)", "floor: bare EVALSHA (node-redis)", (core, n) => {
     const l = limiterOf(core, core.redisStore({ client: node }), `b2${n}:`);
@@ -156,7 +164,11 @@ async function main(): Promise<void> {
   });
   subjects.push(
     { name: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: () => upstash.evalsha(floorSha, [], []) },
-    { name: "floor with Floodgate's call and reply shape (@upstash/redis via bridge)", floor: "floor: bare EVALSHA (@upstash/redis via bridge)", decide: (id) => upstash.evalsha(shapeSha, [`b0:{${id}}`], ["1", "100000000", "3600000"]) },
+    {
+      name: "floor with Floodgate's call and reply shape (@upstash/redis via bridge)",
+      floor: "floor: bare EVALSHA (@upstash/redis via bridge)",
+      decide: (id) => upstash.evalsha(shapeSha, [`b0:{${id}}`], ["1", "100000000", "3600000"]),
+    },
   );
   ours("upstashStore (@upstash/redis via bridge)", "floor: bare EVALSHA (@upstash/redis via bridge)", (core, n) => {
     const l = limiterOf(core, core.upstashStore({ redis: upstash }), `b3${n}:`);
@@ -194,10 +206,18 @@ async function main(): Promise<void> {
   const summary = (name: string, c: number): Figures => {
     const runs = results.get(name)![c]!;
     const of = (field: keyof Figures): number => median(runs.map((r) => r[field]));
-    return { perSecond: of("perSecond"), meanUs: of("meanUs"), p99Us: of("p99Us"), clientCpuUs: of("clientCpuUs"), redisCpuUs: of("redisCpuUs") };
+    return {
+      perSecond: of("perSecond"),
+      meanUs: of("meanUs"),
+      p99Us: of("p99Us"),
+      clientCpuUs: of("clientCpuUs"),
+      redisCpuUs: of("redisCpuUs"),
+    };
   };
   const lines = [
-    `Redis ${((await admin.info("server")) as string).match(/redis_version:(\S+)/)?.[1]}, Node ${process.version}, ${DECISIONS} decisions at c=64 (${Math.ceil(DECISIONS / 4)} at c=1), median of ${ROUNDS} rounds`,
+    `Redis ${
+      ((await admin.info("server")) as string).match(/redis_version:(\S+)/)?.[1]
+    }, Node ${process.version}, ${DECISIONS} decisions at c=64 (${Math.ceil(DECISIONS / 4)} at c=1), median of ${ROUNDS} rounds`,
     "",
     "| subject | c=1 decisions/s | c=1 mean µs | c=1 p99 µs | c=1 vs floor | c=64 decisions/s | c=64 mean µs | c=64 p99 µs | c=64 vs floor | c=64 CPU µs per decision: client / Redis | Redis commands per decision |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -231,8 +251,22 @@ async function instructions(n = 2000): Promise<void> {
   const port = await freePort();
   const child = spawn(
     "valgrind",
-    ["--tool=callgrind", "--toggle-collect=evalShaCommand", `--callgrind-out-file=${path.join(dir, "cg.%p")}`,
-      "redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    [
+      "--tool=callgrind",
+      "--toggle-collect=evalShaCommand",
+      `--callgrind-out-file=${path.join(dir, "cg.%p")}`,
+      "redis-server",
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir,
+    ],
     { stdio: "ignore" },
   );
   const pid = child.pid!;
@@ -259,10 +293,21 @@ async function instructions(n = 2000): Promise<void> {
         [`floodgate token bucket${suffix}`, limiter(tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 }), "i2")],
         [`floodgate fixed window${suffix}`, limiter(fixedWindow({ limit: 100_000_000, ...hour }), "i3")],
         [`floodgate sliding log${suffix}`, limiter(slidingLog({ limit: 100_000, ...hour }), "i4")],
-        [`floodgate token bucket + sliding window (multi)${suffix}`, limiter([tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "a" }), slidingWindow({ limit: 100_000_000, ...hour, name: "b" })], "i5")],
+        [
+          `floodgate token bucket + sliding window (multi)${suffix}`,
+          limiter([
+            tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "a" }),
+            slidingWindow({ limit: 100_000_000, ...hour, name: "b" }),
+          ], "i5"),
+        ],
       );
     });
-    subjects.push(["rate-limiter-flexible RateLimiterRedis", ((l) => (id: string) => l.consume(id))(new RateLimiterRedis({ storeClient: client, points: 100_000_000, duration: 3600, keyPrefix: "i6" }))]);
+    subjects.push([
+      "rate-limiter-flexible RateLimiterRedis",
+      ((l) => (id: string) => l.consume(id))(
+        new RateLimiterRedis({ storeClient: client, points: 100_000_000, duration: 3600, keyPrefix: "i6" }),
+      ),
+    ]);
     const rows = ["| script | instructions per call in Redis |", "|---|---|"];
     for (const [name, decide] of subjects) {
       for (let i = 0; i < 1000; i++) await decide(IDS[i % IDS.length]!);
@@ -270,11 +315,17 @@ async function instructions(n = 2000): Promise<void> {
       for (let i = 0; i < n; i++) await decide(IDS[i % IDS.length]!);
       const label = `subject${rows.length}`;
       execFileSync("callgrind_control", ["-d", label, String(pid)], { stdio: "ignore" });
-      const dump = readdirSync(dir).map((f) => readFileSync(path.join(dir, f), "utf8")).find((t) => t.includes(`\ndesc: Trigger: dump ${label}\n`));
+      const dump = readdirSync(dir).map((f) => readFileSync(path.join(dir, f), "utf8")).find((t) =>
+        t.includes(`\ndesc: Trigger: dump ${label}\n`)
+      );
       const total = Number(dump?.match(/^summary: (\d+)$/m)?.[1]);
       rows.push(`| ${name} | ${Math.round(total / n)} |`);
     }
-    console.log(`Redis ${((await client.info("server")) as string).match(/redis_version:(\S+)/)?.[1]} under callgrind, ${n} decisions per subject after 1,000 warm-up decisions\n\n${rows.join("\n")}`);
+    console.log(
+      `Redis ${
+        ((await client.info("server")) as string).match(/redis_version:(\S+)/)?.[1]
+      } under callgrind, ${n} decisions per subject after 1,000 warm-up decisions\n\n${rows.join("\n")}`,
+    );
   } finally {
     client.disconnect();
     killChild();

@@ -18,7 +18,8 @@ const FRAMEWORKS = ["hono", "express", "koa", "@koa/router", "@hono/node-server"
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 /** Packages that stand alone: they speak to users' apps, not through core. */
 const STANDALONE = new Set(["upstash-local"]);
-const IMPORT = /(?:^|[\s;])(?:import|export)\s[^"'`]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|require\(\s*["']([^"']+)["']\s*\)/g;
+const IMPORT =
+  /(?:^|[\s;])(?:import|export)\s[^"'`]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|require\(\s*["']([^"']+)["']\s*\)/g;
 
 function* sources(dir) {
   for (const name of readdirSync(dir)) {
@@ -60,7 +61,11 @@ for (const pkg of packages) {
   for (const file of files) {
     for (const spec of imports(file, { code: true })) {
       if (!spec.startsWith(".") && !NODE_BUILTINS.has(spec) && !spec.startsWith("node:") && !declared.has(packageName(spec))) {
-        problems.push(`${relative(root, file)} imports "${spec}": "${packageName(spec)}" is not in packages/${pkg}/package.json dependencies or peerDependencies`);
+        problems.push(
+          `${relative(root, file)} imports "${spec}": "${
+            packageName(spec)
+          }" is not in packages/${pkg}/package.json dependencies or peerDependencies`,
+        );
       }
     }
     for (const spec of imports(file)) {

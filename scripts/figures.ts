@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { renderChart } from "../docs/playground/chart.ts";
-import { SEED_SCENARIOS, simulate, type Scenario } from "../docs/playground/simulate.ts";
+import { type Scenario, SEED_SCENARIOS, simulate } from "../docs/playground/simulate.ts";
 
 export const FIGURES_DIR = fileURLToPath(new URL("../docs/figures/", import.meta.url));
 
@@ -31,7 +31,10 @@ export const FIGURES: readonly Figure[] = [
   {
     file: "retry-storm.svg",
     title: "Retry storm: 60 clients, one request every 2 s each, honouring Retry-After",
-    scenario: { ...SEED_SCENARIOS["burst-then-steady"], pattern: { kind: "retry-storm", clients: 60, thinkMs: 2000, durationS: 30, seed: 1 } },
+    scenario: {
+      ...SEED_SCENARIOS["burst-then-steady"],
+      pattern: { kind: "retry-storm", clients: 60, thinkMs: 2000, durationS: 30, seed: 1 },
+    },
   },
   {
     file: "four-instances.svg",
@@ -42,7 +45,10 @@ export const FIGURES: readonly Figure[] = [
 
 /** Every figure's file name and SVG text, rendered now. */
 export function renderFigures(): { file: string; svg: string }[] {
-  return FIGURES.map(({ file, title, scenario }) => ({ file, svg: renderChart(simulate(scenario), { title, idPrefix: file.replace(/\.svg$/, "") }) }));
+  return FIGURES.map(({ file, title, scenario }) => ({
+    file,
+    svg: renderChart(simulate(scenario), { title, idPrefix: file.replace(/\.svg$/, "") }),
+  }));
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

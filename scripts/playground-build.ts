@@ -107,7 +107,10 @@ export async function serveStatic(root: string, port: number, overrides: Record<
     }
     const override = overrides[pathname];
     if (override !== undefined) {
-      res.writeHead(200, { "content-type": CONTENT_TYPES[path.extname(pathname)] ?? "application/octet-stream", "cache-control": "no-store" }).end(override);
+      res.writeHead(200, {
+        "content-type": CONTENT_TYPES[path.extname(pathname)] ?? "application/octet-stream",
+        "cache-control": "no-store",
+      }).end(override);
       return;
     }
     let file = path.join(root, pathname);

@@ -2,14 +2,7 @@
  * The two seed scenarios, run on injected time. `npm run demo` prints them; the test suite
  * asserts the same numbers.
  */
-import {
-  createRateLimiter,
-  fixedWindow,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-  type Policy,
-} from "../packages/core/src/index.ts";
+import { createRateLimiter, fixedWindow, type Policy, slidingLog, slidingWindow, tokenBucket } from "../packages/core/src/index.ts";
 
 /** 2026-01-01T00:00:00Z: a multiple of one minute, so windows align with it. */
 export const EPOCH = 1_767_225_600_000;

@@ -82,7 +82,11 @@ async function main() {
     const status = budget === undefined ? "NO BUDGET" : gzip > budget ? "OVER BUDGET" : "ok";
     if (status !== "ok") over++;
     if (!args.includes("--json")) {
-      console.log(`${name.padEnd(22)} ${kb(min).padStart(10)} min  ${kb(gzip).padStart(9)} min+gzip  budget ${budget === undefined ? "-" : kb(budget)}  ${status}`);
+      console.log(
+        `${name.padEnd(22)} ${kb(min).padStart(10)} min  ${kb(gzip).padStart(9)} min+gzip  budget ${
+          budget === undefined ? "-" : kb(budget)
+        }  ${status}`,
+      );
     }
   }
   if (args.includes("--json")) console.log(JSON.stringify(figures, null, 2));

@@ -47,7 +47,9 @@ function preflight() {
   const missing = () => SYSTEM_PACKAGES.filter((p) => !p.binaries.every(onPath));
   const needed = missing();
   if (needed.length === 0) return;
-  for (const p of needed) console.log(`${p.binaries.filter((b) => !onPath(b)).join(" and ")} not found on PATH (Debian package ${p.name}, for ${p.for}).`);
+  for (const p of needed) {
+    console.log(`${p.binaries.filter((b) => !onPath(b)).join(" and ")} not found on PATH (Debian package ${p.name}, for ${p.for}).`);
+  }
   const names = needed.map((p) => p.name).join(" ");
   const isRoot = process.getuid?.() === 0 && process.env.FLOODGATE_TEST_PREFLIGHT_NOT_ROOT !== "1";
   if (!onPath("apt-get")) {
@@ -55,7 +57,13 @@ function preflight() {
       `apt-get is not available here: install ${names} with this system's package manager (on Debian or Ubuntu: \`sudo apt-get install -y ${names}\`), then run npm test again.`,
     ]);
   }
-  if (!isRoot) stop([`Install ${needed.length === 1 ? "it" : "them"}, then run npm test again:`, ``, `  sudo apt-get update && sudo apt-get install -y ${names}`]);
+  if (!isRoot) {
+    stop([
+      `Install ${needed.length === 1 ? "it" : "them"}, then run npm test again:`,
+      ``,
+      `  sudo apt-get update && sudo apt-get install -y ${names}`,
+    ]);
+  }
   const update = spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
   if (update.status !== 0) stop([`apt-get update failed: run \`apt-get update && apt-get install -y ${names}\`, then npm test again.`]);
   for (const p of needed) {
@@ -67,7 +75,9 @@ function preflight() {
     if (install.status !== 0) stop([`could not install ${p.name}: run \`apt-get install -y ${p.name}\` to see why.`]);
   }
   const still = missing();
-  if (still.length > 0) stop([`still not found on PATH after apt-get install: ${still.flatMap((p) => p.binaries).filter((b) => !onPath(b)).join(", ")}.`]);
+  if (still.length > 0) {
+    stop([`still not found on PATH after apt-get install: ${still.flatMap((p) => p.binaries).filter((b) => !onPath(b)).join(", ")}.`]);
+  }
 }
 
 preflight();
@@ -77,7 +87,9 @@ const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin).
-const packages = ["core", "hono", "express", "koa", "upstash-local"].filter((p) => existsSync(join(root, "packages", p, "src", "index.ts")));
+const packages = ["core", "hono", "express", "koa", "upstash-local"].filter((p) =>
+  existsSync(join(root, "packages", p, "src", "index.ts"))
+);
 const jsrPackages = packages.filter((p) => p !== "upstash-local");
 
 let passed = 0;
@@ -124,7 +136,11 @@ function suite(label, command, args, reportPath, count, options) {
 }
 
 check("typecheck (tsc)", bin("tsc"), ["-p", "tsconfig.json"]);
-check("architecture: core imports no node:* or framework; adapters import only @floodgate/core/http; packages import only what they declare", "node", ["scripts/check-boundaries.mjs"]);
+check(
+  "architecture: core imports no node:* or framework; adapters import only @floodgate/core/http; packages import only what they declare",
+  "node",
+  ["scripts/check-boundaries.mjs"],
+);
 check("build (tsup: ESM + CJS + types)", "npm", ["run", "build", "--silent"]);
 for (const pkg of packages) {
   const cwd = join(root, "packages", pkg);
@@ -134,7 +150,12 @@ for (const pkg of packages) {
 // typedoc.json: warnings are errors, and every export of the public entries must be documented.
 check("API reference (typedoc: every public export documented; `npm run docs:api` writes .tmp/api)", bin("typedoc"), []);
 check("bundle size within budgets (scripts/size-budgets.json)", "node", ["scripts/size.mjs"]);
-check("deno check (every JSR package's source, the Deno examples)", bin("deno"), ["check", ...jsrPackages.map((p) => `packages/${p}/src/index.ts`), "examples/deno/fetch.ts", "examples/deno/hono.ts"]);
+check("deno check (every JSR package's source, the Deno examples)", bin("deno"), [
+  "check",
+  ...jsrPackages.map((p) => `packages/${p}/src/index.ts`),
+  "examples/deno/fetch.ts",
+  "examples/deno/hono.ts",
+]);
 // Every TypeScript and JavaScript file of the repository (the fmt and lint sections of deno.json).
 check("formatting (deno fmt --check; `npm run format` rewrites the files)", bin("deno"), ["fmt", "--check"]);
 check("deno lint (every TypeScript and JavaScript file)", bin("deno"), ["lint"]);
@@ -179,9 +200,26 @@ const PORTABLE_SUITES = [
   "test/http/scenarios.test.ts",
 ];
 const denoReport = join(tmp, "deno-junit.xml");
-suite("deno test (Deno)", bin("deno"), ["test", "-A", "--no-check", "--reporter=dot", `--junit-path=${denoReport}`, ...PORTABLE_SUITES], denoReport, () => junit(denoReport));
+suite(
+  "deno test (Deno)",
+  bin("deno"),
+  ["test", "-A", "--no-check", "--reporter=dot", `--junit-path=${denoReport}`, ...PORTABLE_SUITES],
+  denoReport,
+  () => junit(denoReport),
+);
 const bunReport = join(tmp, "bun-junit.xml");
-suite("bun test (Bun)", bin("bun"), ["test", "--reporter=junit", `--reporter-outfile=${bunReport}`, ...PORTABLE_SUITES.map((f) => `./${f}`)], bunReport, () => junit(bunReport));
+suite(
+  "bun test (Bun)",
+  bin("bun"),
+  [
+    "test",
+    "--reporter=junit",
+    `--reporter-outfile=${bunReport}`,
+    ...PORTABLE_SUITES.map((f) => `./${f}`),
+  ],
+  bunReport,
+  () => junit(bunReport),
+);
 
 if (failures.length > 0) console.log(`\nFailed: ${failures.join("; ")}`);
 console.log(`\n${passed} passed, ${failed} failed`);

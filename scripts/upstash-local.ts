@@ -11,8 +11,8 @@
  *   UPSTASH_LOCAL_PORT        HTTP port (default: a free one)
  *   UPSTASH_LOCAL_TOKEN       bearer token (default: random)
  */
-import { parseRedisUrl, startUpstashBridge, type RedisEndpoint, type UpstashBridge } from "../packages/upstash-local/src/index.ts";
-import { startRedis, type RedisInstance } from "../test/support/redis-server.ts";
+import { parseRedisUrl, type RedisEndpoint, startUpstashBridge, type UpstashBridge } from "../packages/upstash-local/src/index.ts";
+import { type RedisInstance, startRedis } from "../test/support/redis-server.ts";
 
 async function main(): Promise<void> {
   let redis: RedisInstance | undefined;

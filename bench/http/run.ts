@@ -25,9 +25,17 @@ const FRAMEWORKS = (["hono", "express", "koa"] as const).filter((f) => only === 
 // `floor` (those, plus reading what any limiter reads): what no limiter with these headers can beat.
 const [CURRENT, BASELINE] = copies();
 const VARIANTS = [
-  "none", "floodgate", ...(BASELINE === undefined ? [] : ["floodgate-baseline"]), "peer", ...(args.includes("--floors") ? ["headers", "floor"] : []),
+  "none",
+  "floodgate",
+  ...(BASELINE === undefined ? [] : ["floodgate-baseline"]),
+  "peer",
+  ...(args.includes("--floors") ? ["headers", "floor"] : []),
 ];
-const LABELS: Record<string, string> = { none: "no limiter", headers: "floor: the five default headers only", floor: "floor: headers + reading method, path, socket" };
+const LABELS: Record<string, string> = {
+  none: "no limiter",
+  headers: "floor: the five default headers only",
+  floor: "floor: headers + reading method, path, socket",
+};
 const SERVER = fileURLToPath(new URL("server.ts", import.meta.url));
 const PEERS = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
 
@@ -35,7 +43,11 @@ async function measure(framework: string, variant: string): Promise<{ rps: numbe
   // node itself (not the tsx wrapper), so the signal asking for CPU time reaches the server.
   const baseline = variant === "floodgate-baseline";
   const { cwd, env } = childOf(baseline ? BASELINE! : CURRENT!);
-  const child = spawn(process.execPath, ["--import", "tsx", SERVER, framework, baseline ? "floodgate" : variant], { cwd, env, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", SERVER, framework, baseline ? "floodgate" : variant], {
+    cwd,
+    env,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   try {
     const port = await new Promise<number>((resolve, reject) => {
       child.stdout!.on("data", (chunk: Buffer) => {
@@ -61,8 +73,14 @@ async function measure(framework: string, variant: string): Promise<{ rps: numbe
     const before = await cpu();
     const result = await autocannon({ url, connections: 10, duration: SECONDS });
     const cpuUs = (await cpu()) - before;
-    if (result.non2xx > 0 || result.errors > 0) throw new Error(`${framework}/${variant}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-    return { rps: result.requests.average, p99: result.latency.p99, cpuUs: cpuUs / (result.requests as unknown as { total: number }).total };
+    if (result.non2xx > 0 || result.errors > 0) {
+      throw new Error(`${framework}/${variant}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+    }
+    return {
+      rps: result.requests.average,
+      p99: result.latency.p99,
+      cpuUs: cpuUs / (result.requests as unknown as { total: number }).total,
+    };
   } finally {
     child.kill("SIGTERM");
   }
@@ -85,7 +103,9 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`| framework | variant | req/s (median of ${ROUNDS}) | p99 ms | % of unlimited | added µs/request (wall) | server CPU µs/request | added server CPU µs/request |`);
+console.log(
+  `| framework | variant | req/s (median of ${ROUNDS}) | p99 ms | % of unlimited | added µs/request (wall) | server CPU µs/request | added server CPU µs/request |`,
+);
 console.log("|---|---|---|---|---|---|---|---|");
 for (const framework of FRAMEWORKS) {
   const base = median(samples[`${framework}/none`]!.rps);
@@ -94,9 +114,19 @@ for (const framework of FRAMEWORKS) {
     const s = samples[`${framework}/${variant}`]!;
     const rps = median(s.rps);
     const cpu = median(s.cpu);
-    const name = variant === "floodgate" ? "@floodgate/" + framework : variant === "floodgate-baseline" ? `@floodgate/${framework} (baseline)` : variant === "peer" ? PEERS[framework as keyof typeof PEERS] : LABELS[variant]!;
+    const name = variant === "floodgate"
+      ? "@floodgate/" + framework
+      : variant === "floodgate-baseline"
+      ? `@floodgate/${framework} (baseline)`
+      : variant === "peer"
+      ? PEERS[framework as keyof typeof PEERS]
+      : LABELS[variant]!;
     const added = variant === "none" ? "" : (1e6 / rps - 1e6 / base).toFixed(1);
     const addedCpu = variant === "none" ? "" : (cpu - baseCpu).toFixed(1);
-    console.log(`| ${framework} | ${name} | ${Math.round(rps)} | ${median(s.p99)} | ${((rps / base) * 100).toFixed(0)}% | ${added} | ${cpu.toFixed(1)} | ${addedCpu} |`);
+    console.log(
+      `| ${framework} | ${name} | ${Math.round(rps)} | ${median(s.p99)} | ${((rps / base) * 100).toFixed(0)}% | ${added} | ${
+        cpu.toFixed(1)
+      } | ${addedCpu} |`,
+    );
   }
 }

@@ -55,7 +55,12 @@ if (framework === "hono") {
   if (variant === "headers" || variant === "floor") {
     type Bindings = { incoming: { socket: { remoteAddress?: string } }; outgoing: { setHeader(name: string, value: string): void } };
     mw = async (c, next) => {
-      if (variant === "floor") c.set("rateLimit" as never, { method: c.req.method, path: c.req.path, ip: (c.env as Bindings).incoming.socket.remoteAddress } as never);
+      if (variant === "floor") {
+        c.set(
+          "rateLimit" as never,
+          { method: c.req.method, path: c.req.path, ip: (c.env as Bindings).incoming.socket.remoteAddress } as never,
+        );
+      }
       // What @floodgate/hono does on @hono/node-server: Node's own header store.
       const outgoing = (c.env as Bindings).outgoing;
       for (const [name, value] of FIVE_HEADERS) outgoing.setHeader(name, value);
@@ -72,19 +77,31 @@ if (framework === "hono") {
   if (variant === "peer") mw = expressRateLimit({ windowMs: WINDOW_MS, limit: LIMIT }) as unknown as RequestHandler;
   if (variant === "headers" || variant === "floor") {
     mw = (req, res, next) => {
-      if (variant === "floor") (req as { rateLimit?: object }).rateLimit = { method: req.method, path: req.originalUrl, ip: req.socket.remoteAddress };
+      if (variant === "floor") {
+        (req as { rateLimit?: object }).rateLimit = { method: req.method, path: req.originalUrl, ip: req.socket.remoteAddress };
+      }
       for (const [name, value] of FIVE_HEADERS) res.setHeader(name, value);
       next();
     };
   }
   if (mw) app.use(mw);
-  app.get("/", (_req, res) => { res.send("hello"); });
+  app.get("/", (_req, res) => {
+    res.send("hello");
+  });
   const server = createServer(app).listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
 } else {
   const app = new Koa();
   let mw: Middleware | undefined;
   if (variant === "floodgate") mw = floodgateKoa({ policy });
-  if (variant === "peer") mw = koaRateLimit({ driver: "memory", db: new Map(), duration: WINDOW_MS, max: LIMIT, id: (ctx) => ctx.ip }) as Middleware;
+  if (variant === "peer") {
+    mw = koaRateLimit({
+      driver: "memory",
+      db: new Map(),
+      duration: WINDOW_MS,
+      max: LIMIT,
+      id: (ctx) => ctx.ip,
+    }) as Middleware;
+  }
   if (variant === "headers" || variant === "floor") {
     mw = (ctx, next) => {
       if (variant === "floor") ctx.state.rateLimit = { method: ctx.method, path: ctx.originalUrl, ip: ctx.req.socket.remoteAddress };
@@ -94,6 +111,8 @@ if (framework === "hono") {
     };
   }
   if (mw) app.use(mw);
-  app.use((ctx) => { ctx.body = "hello"; });
+  app.use((ctx) => {
+    ctx.body = "hello";
+  });
   const server = createServer(app.callback()).listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
 }

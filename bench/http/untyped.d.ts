@@ -10,5 +10,7 @@ declare module "autocannon" {
 }
 declare module "koa-ratelimit" {
   import type { Context, Middleware } from "koa";
-  export default function ratelimit(options: { driver: "memory"; db: Map<unknown, unknown>; duration: number; max: number; id: (ctx: Context) => string }): Middleware;
+  export default function ratelimit(
+    options: { driver: "memory"; db: Map<unknown, unknown>; duration: number; max: number; id: (ctx: Context) => string },
+  ): Middleware;
 }

@@ -4,7 +4,7 @@
  * instance) stacked under denied ones (hatched). Pure string building, no DOM: the page inserts
  * the string, and the figure script writes it to a file, byte for byte the same.
  */
-import { formatMs, type AlgorithmRun, type SimulationResult } from "./simulate.ts";
+import { type AlgorithmRun, formatMs, type SimulationResult } from "./simulate.ts";
 
 export interface ChartOptions {
   /** Total width in px (the SVG scales to its container; this sets the proportions). Default 960. */
@@ -96,9 +96,15 @@ function legend(result: SimulationResult, x: number, y: number, width: number, i
       label: instances === 1 ? "admitted" : `admitted by instance ${i + 1}`,
     });
   }
-  items.push({ swatch: `<rect width="14" height="14" rx="2" fill="url(#${id}-denied)" stroke="${DENIED_COLOUR}"/>`, label: "denied (429)" });
+  items.push({
+    swatch: `<rect width="14" height="14" rx="2" fill="url(#${id}-denied)" stroke="${DENIED_COLOUR}"/>`,
+    label: "denied (429)",
+  });
   if (result.runs.some((r) => r.kind !== "token-bucket")) {
-    items.push({ swatch: `<line x1="7" y1="-1" x2="7" y2="15" stroke="${INK}" stroke-width="1.5" stroke-dasharray="4 3"/>`, label: "window boundary" });
+    items.push({
+      swatch: `<line x1="7" y1="-1" x2="7" y2="15" stroke="${INK}" stroke-width="1.5" stroke-dasharray="4 3"/>`,
+      label: "window boundary",
+    });
   }
   let out = `<g class="legend" font-size="13" fill="${INK}">`;
   let cx = x;
@@ -120,7 +126,17 @@ function panel(
   run: AlgorithmRun,
   result: SimulationResult,
   binned: Binned,
-  layout: { x: number; y: number; width: number; height: number; yMax: number; yStep: number; startMs: number; binMs: number; bins: number },
+  layout: {
+    x: number;
+    y: number;
+    width: number;
+    height: number;
+    yMax: number;
+    yStep: number;
+    startMs: number;
+    binMs: number;
+    bins: number;
+  },
   id: string,
 ): string {
   const { x, y, width, height, yMax, yStep, startMs, binMs, bins } = layout;
@@ -136,7 +152,9 @@ function panel(
 
   let out = `<g class="panel" data-algorithm="${run.kind}">`;
   // Heading: the algorithm and its parameters, then what it admitted.
-  out += `<text x="${n(x + MARGIN.left)}" y="${n(y + 18)}" font-size="15" font-weight="600" fill="${INK}">${escapeXml(run.label)} <tspan font-weight="400" fill="${MUTED}">(${escapeXml(run.description)})</tspan></text>`;
+  out += `<text x="${n(x + MARGIN.left)}" y="${n(y + 18)}" font-size="15" font-weight="600" fill="${INK}">${
+    escapeXml(run.label)
+  } <tspan font-weight="400" fill="${MUTED}">(${escapeXml(run.description)})</tspan></text>`;
   let counts = `admitted ${run.admitted} · denied ${run.denied}`;
   if (instances > 1) counts += ` · per instance ${run.perInstance.map((c) => c.admitted).join(" / ")}`;
   out += `<text x="${n(x + MARGIN.left)}" y="${n(y + 38)}" font-size="13" fill="${INK}">${escapeXml(counts)}</text>`;
@@ -176,7 +194,9 @@ function panel(
     const first = Math.ceil((result.originMs + startMs) / windowMs) * windowMs - result.originMs;
     if ((endMs - startMs) / windowMs <= 40) {
       for (let t = first; t <= endMs; t += windowMs) {
-        out += `<line x1="${n(xOf(t))}" y1="${n(top - 4)}" x2="${n(xOf(t))}" y2="${n(bottom)}" stroke="${INK}" stroke-width="1.5" stroke-dasharray="4 3"/>`;
+        out += `<line x1="${n(xOf(t))}" y1="${n(top - 4)}" x2="${n(xOf(t))}" y2="${
+          n(bottom)
+        }" stroke="${INK}" stroke-width="1.5" stroke-dasharray="4 3"/>`;
       }
     }
   }
@@ -190,9 +210,13 @@ function panel(
     out += `<text x="${n(xOf(t))}" y="${n(bottom + 16)}">${secondsLabel(t, tickMs)}</text>`;
   }
   out += `</g>`;
-  out += `<text x="${n(left + plotW / 2)}" y="${n(bottom + 34)}" font-size="12" fill="${INK}" text-anchor="middle">seconds from ${escapeXml(result.originLabel)}</text>`;
+  out += `<text x="${n(left + plotW / 2)}" y="${n(bottom + 34)}" font-size="12" fill="${INK}" text-anchor="middle">seconds from ${
+    escapeXml(result.originLabel)
+  }</text>`;
   const cy = top + plotH / 2;
-  out += `<text transform="translate(${n(x + 13)},${n(cy)}) rotate(-90)" font-size="12" fill="${INK}" text-anchor="middle">requests per ${escapeXml(formatMs(binMs))}</text>`;
+  out += `<text transform="translate(${n(x + 13)},${n(cy)}) rotate(-90)" font-size="12" fill="${INK}" text-anchor="middle">requests per ${
+    escapeXml(formatMs(binMs))
+  }</text>`;
   return `${out}</g>`;
 }
 
@@ -217,12 +241,17 @@ export function renderChart(result: SimulationResult, options: ChartOptions = {}
   const yMax = Math.ceil(max / yStep) * yStep;
 
   const summary = result.runs.map((r) => `${r.label}: ${r.admitted} admitted, ${r.denied} denied`).join("; ");
-  let out = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${n(width)} ${n(height)}" width="${n(width)}" height="${n(height)}" role="img" aria-labelledby="${id}-title ${id}-desc" font-family="${escapeXml(FONT)}">`;
+  let out = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${n(width)} ${n(height)}" width="${n(width)}" height="${
+    n(height)
+  }" role="img" aria-labelledby="${id}-title ${id}-desc" font-family="${escapeXml(FONT)}">`;
   out += `<title id="${id}-title">${escapeXml(options.title ?? "Admitted and denied requests over time")}</title>`;
   out += `<desc id="${id}-desc">${escapeXml(summary)}.</desc>`;
-  out += `<defs><pattern id="${id}-denied" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="${DENIED_FILL}"/><line x1="0" y1="0" x2="0" y2="6" stroke="${DENIED_COLOUR}" stroke-width="2.5"/></pattern></defs>`;
+  out +=
+    `<defs><pattern id="${id}-denied" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="${DENIED_FILL}"/><line x1="0" y1="0" x2="0" y2="6" stroke="${DENIED_COLOUR}" stroke-width="2.5"/></pattern></defs>`;
   out += `<rect width="100%" height="100%" fill="#FFFFFF"/>`;
-  if (options.title !== undefined) out += `<text x="${n(MARGIN.left)}" y="20" font-size="17" font-weight="600" fill="${INK}">${escapeXml(options.title)}</text>`;
+  if (options.title !== undefined) {
+    out += `<text x="${n(MARGIN.left)}" y="20" font-size="17" font-weight="600" fill="${INK}">${escapeXml(options.title)}</text>`;
+  }
   out += key.svg;
   result.runs.forEach((run, i) => {
     const col = i % columns;

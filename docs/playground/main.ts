@@ -8,12 +8,12 @@ import {
   ALGORITHMS,
   DEFAULT_PATTERNS,
   parseTimestamps,
-  SEED_SCENARIOS,
-  simulate,
   type Pattern,
   type PatternKind,
   type Scenario,
+  SEED_SCENARIOS,
   type SeedName,
+  simulate,
   type SimulationResult,
 } from "./simulate.ts";
 
@@ -40,7 +40,13 @@ function readPattern(kind: PatternKind): Pattern {
     case "poisson":
       return { kind, ratePerS: numberOf("poisson-rate"), durationS: numberOf("poisson-duration"), seed: numberOf("poisson-seed") };
     case "retry-storm":
-      return { kind, clients: numberOf("storm-clients"), thinkMs: numberOf("storm-think"), durationS: numberOf("storm-duration"), seed: numberOf("storm-seed") };
+      return {
+        kind,
+        clients: numberOf("storm-clients"),
+        thinkMs: numberOf("storm-think"),
+        durationS: numberOf("storm-duration"),
+        seed: numberOf("storm-seed"),
+      };
     case "custom":
       return { kind, timesMs: parseTimestamps(element<HTMLTextAreaElement>("custom-times").value) };
   }

@@ -4,7 +4,17 @@
  * API only, on simulated time: each limiter gets an injected clock that the simulation moves from
  * one request to the next, so nothing ever waits.
  */
-import { createRateLimiter, fixedWindow, memoryStore, slidingLog, slidingWindow, tokenBucket, type Policy, type PolicyKind, type RateLimiter } from "@floodgate/core";
+import {
+  createRateLimiter,
+  fixedWindow,
+  memoryStore,
+  type Policy,
+  type PolicyKind,
+  type RateLimiter,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from "@floodgate/core";
 
 /** 2026-01-01T00:00:00Z: a multiple of every window that divides a day, so windows align with it. */
 export const EPOCH_MS = 1_767_225_600_000;
@@ -166,7 +176,10 @@ const isPositive = (v: number, max: number): boolean => Number.isFinite(v) && v 
 export function policyFor(kind: PolicyKind, params: AlgorithmParams): Policy {
   switch (kind) {
     case "token-bucket":
-      check(isPositive(params.refillPeriodMs, 86_400_000), `The refill period must be more than 0 and at most a day; received ${params.refillPeriodMs} ms.`);
+      check(
+        isPositive(params.refillPeriodMs, 86_400_000),
+        `The refill period must be more than 0 and at most a day; received ${params.refillPeriodMs} ms.`,
+      );
       return tokenBucket({ capacity: params.capacity, refillRate: (params.refillTokens * 1000) / params.refillPeriodMs });
     case "sliding-window":
       return slidingWindow({ limit: params.limit, window: params.windowMs });
@@ -186,7 +199,9 @@ export function formatMs(ms: number): string {
 
 export function describeParams(kind: PolicyKind, params: AlgorithmParams): string {
   return kind === "token-bucket"
-    ? `capacity ${params.capacity}, refill ${params.refillTokens} per ${params.refillPeriodMs === 1000 ? "second" : formatMs(params.refillPeriodMs)}`
+    ? `capacity ${params.capacity}, refill ${params.refillTokens} per ${
+      params.refillPeriodMs === 1000 ? "second" : formatMs(params.refillPeriodMs)
+    }`
     : `${params.limit} per ${formatMs(params.windowMs)}`;
 }
 
@@ -203,8 +218,14 @@ interface Trace {
 function traceOf(pattern: Pattern, params: AlgorithmParams): Trace {
   switch (pattern.kind) {
     case "boundary": {
-      check(isWhole(pattern.perSide, 1, MAX_REQUESTS / 2), `Requests on each side of the boundary must be a whole number from 1 to ${MAX_REQUESTS / 2}; received ${pattern.perSide}.`);
-      check(isPositive(pattern.spreadMs, 3_600_000), `The spread on each side of the boundary must be more than 0 ms and at most an hour; received ${pattern.spreadMs} ms.`);
+      check(
+        isWhole(pattern.perSide, 1, MAX_REQUESTS / 2),
+        `Requests on each side of the boundary must be a whole number from 1 to ${MAX_REQUESTS / 2}; received ${pattern.perSide}.`,
+      );
+      check(
+        isPositive(pattern.spreadMs, 3_600_000),
+        `The spread on each side of the boundary must be more than 0 ms and at most an hour; received ${pattern.spreadMs} ms.`,
+      );
       check(isPositive(params.windowMs, 86_400_000 * 365), `The window must be more than 0 ms; received ${params.windowMs} ms.`);
       // The first boundary of the window kinds' windows at least one spread after EPOCH_MS.
       const boundary = Math.ceil((EPOCH_MS + pattern.spreadMs) / params.windowMs) * params.windowMs;
@@ -212,28 +233,55 @@ function traceOf(pattern: Pattern, params: AlgorithmParams): Trace {
       const timesMs: number[] = [];
       for (let i = 0; i < pattern.perSide; i++) timesMs.push(-pattern.spreadMs + i * step);
       for (let i = 0; i < pattern.perSide; i++) timesMs.push(i * step);
-      return { originMs: boundary, originLabel: "the window boundary", fromMs: -1.5 * pattern.spreadMs, toMs: 1.5 * pattern.spreadMs, timesMs };
+      return {
+        originMs: boundary,
+        originLabel: "the window boundary",
+        fromMs: -1.5 * pattern.spreadMs,
+        toMs: 1.5 * pattern.spreadMs,
+        timesMs,
+      };
     }
     case "burst-then-steady": {
-      check(isWhole(pattern.burst, 0, MAX_REQUESTS), `The burst must be a whole number of requests from 0 to ${MAX_REQUESTS}; received ${pattern.burst}.`);
-      check(isPositive(pattern.ratePerS, 10_000), `The steady rate must be more than 0 and at most 10000 requests per second; received ${pattern.ratePerS}.`);
-      check(isPositive(pattern.durationS, 86_400), `The duration must be more than 0 s and at most a day; received ${pattern.durationS} s.`);
+      check(
+        isWhole(pattern.burst, 0, MAX_REQUESTS),
+        `The burst must be a whole number of requests from 0 to ${MAX_REQUESTS}; received ${pattern.burst}.`,
+      );
+      check(
+        isPositive(pattern.ratePerS, 10_000),
+        `The steady rate must be more than 0 and at most 10000 requests per second; received ${pattern.ratePerS}.`,
+      );
+      check(
+        isPositive(pattern.durationS, 86_400),
+        `The duration must be more than 0 s and at most a day; received ${pattern.durationS} s.`,
+      );
       const steady = Math.floor(pattern.ratePerS * pattern.durationS);
-      check(pattern.burst + steady <= MAX_REQUESTS, `That is ${pattern.burst + steady} requests; the playground simulates at most ${MAX_REQUESTS}.`);
+      check(
+        pattern.burst + steady <= MAX_REQUESTS,
+        `That is ${pattern.burst + steady} requests; the playground simulates at most ${MAX_REQUESTS}.`,
+      );
       const timesMs: number[] = new Array<number>(pattern.burst).fill(0);
       // The same spacing as the demo: the i-th request of each second at i / rate, i from 1.
       for (let i = 1; i <= steady; i++) timesMs.push((i * 1000) / pattern.ratePerS);
       return { originMs: START_MS, originLabel: "the start", fromMs: 0, toMs: pattern.durationS * 1000, timesMs };
     }
     case "poisson": {
-      check(isPositive(pattern.ratePerS, 10_000), `The rate must be more than 0 and at most 10000 requests per second; received ${pattern.ratePerS}.`);
-      check(isPositive(pattern.durationS, 86_400), `The duration must be more than 0 s and at most a day; received ${pattern.durationS} s.`);
-      check(pattern.ratePerS * pattern.durationS <= MAX_REQUESTS, `That is about ${Math.round(pattern.ratePerS * pattern.durationS)} requests; the playground simulates at most ${MAX_REQUESTS}.`);
+      check(
+        isPositive(pattern.ratePerS, 10_000),
+        `The rate must be more than 0 and at most 10000 requests per second; received ${pattern.ratePerS}.`,
+      );
+      check(
+        isPositive(pattern.durationS, 86_400),
+        `The duration must be more than 0 s and at most a day; received ${pattern.durationS} s.`,
+      );
+      check(
+        pattern.ratePerS * pattern.durationS <= MAX_REQUESTS,
+        `That is about ${Math.round(pattern.ratePerS * pattern.durationS)} requests; the playground simulates at most ${MAX_REQUESTS}.`,
+      );
       check(isWhole(pattern.seed, 0, 2 ** 32 - 1), `The seed must be a whole number from 0 to 4294967295; received ${pattern.seed}.`);
       const random = seededRandom(pattern.seed);
       const end = pattern.durationS * 1000;
       const timesMs: number[] = [];
-      for (let t = 0; ; ) {
+      for (let t = 0;;) {
         // Exponential gaps; 1 - random() is in (0, 1], so the logarithm is finite.
         t += (-Math.log(1 - random()) * 1000) / pattern.ratePerS;
         if (t >= end) break;
@@ -243,14 +291,25 @@ function traceOf(pattern: Pattern, params: AlgorithmParams): Trace {
     }
     case "retry-storm": {
       check(isWhole(pattern.clients, 1, 5000), `Clients must be a whole number from 1 to 5000; received ${pattern.clients}.`);
-      check(isPositive(pattern.thinkMs, 3_600_000), `The time between a client's requests must be more than 0 ms and at most an hour; received ${pattern.thinkMs} ms.`);
-      check(isPositive(pattern.durationS, 86_400), `The duration must be more than 0 s and at most a day; received ${pattern.durationS} s.`);
+      check(
+        isPositive(pattern.thinkMs, 3_600_000),
+        `The time between a client's requests must be more than 0 ms and at most an hour; received ${pattern.thinkMs} ms.`,
+      );
+      check(
+        isPositive(pattern.durationS, 86_400),
+        `The duration must be more than 0 s and at most a day; received ${pattern.durationS} s.`,
+      );
       check(isWhole(pattern.seed, 0, 2 ** 32 - 1), `The seed must be a whole number from 0 to 4294967295; received ${pattern.seed}.`);
       return { originMs: START_MS, originLabel: "the start", fromMs: 0, toMs: pattern.durationS * 1000 };
     }
     case "custom": {
-      check(pattern.timesMs.length >= 1 && pattern.timesMs.length <= MAX_REQUESTS, `Give from 1 to ${MAX_REQUESTS} timestamps; received ${pattern.timesMs.length}.`);
-      for (const t of pattern.timesMs) check(Number.isFinite(t) && t >= 0 && t <= 86_400_000 * 365, `Timestamps are milliseconds from 0 to a year; received ${t}.`);
+      check(
+        pattern.timesMs.length >= 1 && pattern.timesMs.length <= MAX_REQUESTS,
+        `Give from 1 to ${MAX_REQUESTS} timestamps; received ${pattern.timesMs.length}.`,
+      );
+      for (const t of pattern.timesMs) {
+        check(Number.isFinite(t) && t >= 0 && t <= 86_400_000 * 365, `Timestamps are milliseconds from 0 to a year; received ${t}.`);
+      }
       const timesMs = [...pattern.timesMs].sort((a, b) => a - b);
       const last = timesMs[timesMs.length - 1]!;
       const first = timesMs[0]!;
@@ -278,7 +337,7 @@ class Queue {
   push(t: number, client: number): void {
     const items = this.#items;
     items.push([t, client]);
-    for (let i = items.length - 1; i > 0; ) {
+    for (let i = items.length - 1; i > 0;) {
       const parent = (i - 1) >> 1;
       if (!Queue.#before(items[i]!, items[parent]!)) break;
       [items[i], items[parent]] = [items[parent]!, items[i]!];
@@ -291,7 +350,7 @@ class Queue {
     const last = items.pop()!;
     if (items.length > 0) {
       items[0] = last;
-      for (let i = 0; ; ) {
+      for (let i = 0;;) {
         const l = 2 * i + 1;
         const r = l + 1;
         let m = i;
@@ -345,7 +404,9 @@ function runAlgorithm(kind: PolicyKind, scenario: Scenario, trace: Trace): Algor
     while (queue.size > 0) {
       const [t, client] = queue.pop();
       if (t >= trace.toMs) break;
-      if (requests.length >= MAX_REQUESTS) throw new ScenarioError(`The storm made more than ${MAX_REQUESTS} requests; use fewer clients or a shorter duration.`);
+      if (requests.length >= MAX_REQUESTS) {
+        throw new ScenarioError(`The storm made more than ${MAX_REQUESTS} requests; use fewer clients or a shorter duration.`);
+      }
       const decision = send(t);
       // Retry-After is whole seconds, rounded up; a request that can never fit is not retried.
       const waitMs = decision.allowed ? thinkMs : Math.ceil(decision.retryAfterMs / 1000) * 1000;
@@ -367,7 +428,10 @@ function runAlgorithm(kind: PolicyKind, scenario: Scenario, trace: Trace): Algor
 
 /** Runs every chosen algorithm over the same traffic. Throws ScenarioError (or core's FloodgateError) on bad input. */
 export function simulate(scenario: Scenario): SimulationResult {
-  check(isWhole(scenario.instances, 1, MAX_INSTANCES), `Instances must be a whole number from 1 to ${MAX_INSTANCES}; received ${scenario.instances}.`);
+  check(
+    isWhole(scenario.instances, 1, MAX_INSTANCES),
+    `Instances must be a whole number from 1 to ${MAX_INSTANCES}; received ${scenario.instances}.`,
+  );
   const trace = traceOf(scenario.pattern, scenario.params);
   const kinds = scenario.algorithms ?? ALGORITHMS;
   return {

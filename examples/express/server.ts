@@ -15,8 +15,12 @@ app.use(
     },
   }),
 );
-app.post("/api/login", (_req, res) => { res.json({ token: "demo" }); });
-app.get("/api/hello", (req, res) => { res.json({ hello: "world", remaining: (req as RateLimitedRequest).rateLimit?.remaining }); });
+app.post("/api/login", (_req, res) => {
+  res.json({ token: "demo" });
+});
+app.get("/api/hello", (req, res) => {
+  res.json({ hello: "world", remaining: (req as RateLimitedRequest).rateLimit?.remaining });
+});
 
 const port = Number(process.env.PORT ?? 3001);
 const server = app.listen(port, "127.0.0.1", () => {

@@ -3,11 +3,11 @@
 // decision out.
 import {
   createHttpRateLimiter,
-  settleOnClose,
-  targetPath,
   type HttpRateLimitOptions,
   type RateLimitInfo,
   type RequestAccess,
+  settleOnClose,
+  targetPath,
 } from "@floodgate/core/http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 

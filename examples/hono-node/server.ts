@@ -2,7 +2,7 @@
 // when UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN are set.
 //   npm start            (from the repository root: builds, then runs this file)
 //   PORT=8080 npm start
-import { memoryStore, tokenBucket, upstashStore, type RateLimitStore } from "@floodgate/core";
+import { memoryStore, type RateLimitStore, tokenBucket, upstashStore } from "@floodgate/core";
 import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";

@@ -14,7 +14,9 @@ app.use(
     format: "problem+json",
   }),
 );
-app.use((ctx) => { ctx.body = { hello: "world", remaining: ctx.state.rateLimit?.remaining }; });
+app.use((ctx) => {
+  ctx.body = { hello: "world", remaining: ctx.state.rateLimit?.remaining };
+});
 
 const server = createServer(app.callback());
 server.listen(Number(process.env.PORT ?? 3002), "127.0.0.1", () => {

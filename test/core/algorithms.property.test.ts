@@ -1,13 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  createRateLimiter,
-  fixedWindow,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-  type Policy,
-} from "../../packages/core/src/index.ts";
+import { createRateLimiter, fixedWindow, type Policy, slidingLog, slidingWindow, tokenBucket } from "../../packages/core/src/index.ts";
 import { example, KINDS } from "../support/kinds.ts";
 import { MultiModel } from "./models.ts";
 
@@ -26,7 +19,7 @@ const policyArb: fc.Arbitrary<Policy> = fc.oneof(
 
 /** Distinct names so several policies of one kind can share a limiter. */
 const policySetArb = fc.array(policyArb, { minLength: 1, maxLength: 3 }).map((ps) =>
-  ps.map((p, i) => Object.freeze({ ...p, name: `${p.name}#${i}` })),
+  ps.map((p, i) => Object.freeze({ ...p, name: `${p.name}#${i}` }))
 );
 
 const stepArb = fc.record({
@@ -137,17 +130,22 @@ describe("invariants hold on dense random traces", () => {
 
   it("token bucket: at most capacity + refillRate × Δt over any interval", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 10 }), fc.constantFrom(1, 3, 10, 100 / 60, 50), denseSteps, async (capacity, refillRate, steps) => {
-        const policy = tokenBucket({ capacity, refillRate });
-        const admitted = await admissions(policy, steps);
-        for (const [a] of admitted) {
-          for (const [b] of admitted) {
-            if (b < a) continue;
-            const earned = ((b - a) * 1000) / Math.round(policy.intervalMs * 1000);
-            expect(sumWhere(admitted, (u) => u >= a && u <= b)).toBeLessThanOrEqual(capacity + earned + 1e-9);
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 10 }),
+        fc.constantFrom(1, 3, 10, 100 / 60, 50),
+        denseSteps,
+        async (capacity, refillRate, steps) => {
+          const policy = tokenBucket({ capacity, refillRate });
+          const admitted = await admissions(policy, steps);
+          for (const [a] of admitted) {
+            for (const [b] of admitted) {
+              if (b < a) continue;
+              const earned = ((b - a) * 1000) / Math.round(policy.intervalMs * 1000);
+              expect(sumWhere(admitted, (u) => u >= a && u <= b)).toBeLessThanOrEqual(capacity + earned + 1e-9);
+            }
           }
-        }
-      }),
+        },
+      ),
     );
   });
 

@@ -8,7 +8,10 @@ describe("safe at global scope (edge runtimes forbid timers and I/O there)", () 
     const timeout = vi.spyOn(globalThis, "setTimeout");
     const interval = vi.spyOn(globalThis, "setInterval");
     const core = await import("../../packages/core/src/index.ts");
-    const limiter = core.createRateLimiter({ policy: core.fixedWindow({ limit: 1, window: "1s" }), store: core.memoryStore({ maxKeys: 10 }) });
+    const limiter = core.createRateLimiter({
+      policy: core.fixedWindow({ limit: 1, window: "1s" }),
+      store: core.memoryStore({ maxKeys: 10 }),
+    });
     await limiter.limit("k");
     expect(timeout).not.toHaveBeenCalled();
     expect(interval).not.toHaveBeenCalled();

@@ -6,10 +6,10 @@ import {
   FloodgateError,
   memoryStore,
   parseDuration,
+  type Policy,
   slidingLog,
   slidingWindow,
   tokenBucket,
-  type Policy,
 } from "../../packages/core/src/index.ts";
 import { example, KINDS } from "../support/kinds.ts";
 
@@ -128,7 +128,11 @@ describe("several policies", () => {
   });
 
   it("rejects policies sharing a name", () => {
-    expectError(() => createRateLimiter({ policy: [fixedWindow({ limit: 1, window: 1000 }), fixedWindow({ limit: 1, window: 1000 })] }), "INVALID_OPTION", "share a name");
+    expectError(
+      () => createRateLimiter({ policy: [fixedWindow({ limit: 1, window: 1000 }), fixedWindow({ limit: 1, window: 1000 })] }),
+      "INVALID_OPTION",
+      "share a name",
+    );
   });
 });
 
@@ -153,13 +157,23 @@ describe("bad options are rejected at construction, naming the option, the value
     [() => fixedWindow({ limit: 10, window: 0 }), "`window`", "received 0", '"10s"'],
     [() => slidingWindow({ limit: 10, window: "ten seconds" as never }), "`window`", '"ten seconds"', '"1m"'],
     [() => slidingLog({ limit: 1.5, window: "1s" }), "`limit`", "1.5", "whole number"],
-    [() => fixedWindow({ limit: 10, windowMS: 1000 } as never), "`windowMS`", "did you mean `window`", "accepted options: limit, window, name"],
+    [
+      () => fixedWindow({ limit: 10, windowMS: 1000 } as never),
+      "`windowMS`",
+      "did you mean `window`",
+      "accepted options: limit, window, name",
+    ],
     [() => fixedWindow({ limit: 10, window: "1s", name: "has space" }), "`name`", '"has space"', "1 to 64 characters"],
     [() => memoryStore({ maxKeys: 0 }), "`maxKeys`", "received 0", "whole number"],
     [() => createRateLimiter({ policy: {} as never }), "`policy`", "an object", "tokenBucket()"],
     [() => createRateLimiter({ policy: [] }), "`policy`", "an array of 0", "non-empty array"],
     // A look-alike (e.g. a policy rebuilt from JSON) is not a policy: only the factories make one.
-    [() => createRateLimiter({ policy: JSON.parse(JSON.stringify(fixedWindow({ limit: 1, window: 1 }))) }), "`policy`", "an object", "fixedWindow()"],
+    [
+      () => createRateLimiter({ policy: JSON.parse(JSON.stringify(fixedWindow({ limit: 1, window: 1 }))) }),
+      "`policy`",
+      "an object",
+      "fixedWindow()",
+    ],
     [() => createRateLimiter({ policy: fixedWindow({ limit: 1, window: 1 }), prefix: "a{b}" }), "`prefix`", '"a{b}"', "without {, }"],
     [() => createRateLimiter({ policy: fixedWindow({ limit: 1, window: 1 }), clock: 5 as never }), "`clock`", "received 5", "function"],
   ])("case %#", (fn, ...fragments) => expectError(fn, "INVALID_OPTION", ...fragments));
@@ -237,7 +251,10 @@ describe("bad calls throw a clear error and change no state", () => {
   it.each([0, -1, Number.NaN, Infinity, 1.5, "2"])("cost %j", async (cost) => {
     const limiter = createRateLimiter({ policy: fixedWindow({ limit: 5, window: "1m" }), clock: () => START });
     await limiter.limit("k");
-    await expect(limiter.limit("k", { cost: cost as number })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("cost") });
+    await expect(limiter.limit("k", { cost: cost as number })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("cost"),
+    });
     expect((await limiter.peek("k")).remaining).toBe(4);
   });
 
@@ -285,15 +302,30 @@ describe("decide()", () => {
 
 describe("refund(key, { charge })", () => {
   it("rejects what is not a charge of this limiter, and a cost above the charged one, changing nothing", async () => {
-    const limiter = createRateLimiter({ policy: [fixedWindow({ limit: 5, window: "1m", name: "a" }), slidingLog({ limit: 5, window: "1m", name: "b" })], clock: () => START });
+    const limiter = createRateLimiter({
+      policy: [fixedWindow({ limit: 5, window: "1m", name: "a" }), slidingLog({ limit: 5, window: "1m", name: "b" })],
+      clock: () => START,
+    });
     const d = await limiter.limit("k", { cost: 2 });
     expect(d.charge).toEqual({ cost: 2, marks: [expect.any(Number), expect.any(Number)] });
-    const bad = [null, 42, "x", { cost: 2 }, { cost: 2, marks: [1] }, { cost: 2, marks: [1, 1.5] }, { cost: 0, marks: d.charge!.marks }, { cost: 2, marks: ["1", "2"] }];
+    const bad = [null, 42, "x", { cost: 2 }, { cost: 2, marks: [1] }, { cost: 2, marks: [1, 1.5] }, { cost: 0, marks: d.charge!.marks }, {
+      cost: 2,
+      marks: ["1", "2"],
+    }];
     for (const charge of bad) {
-      await expect(limiter.refund("k", { charge: charge as never }), JSON.stringify(charge)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("Invalid charge") });
+      await expect(limiter.refund("k", { charge: charge as never }), JSON.stringify(charge)).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("Invalid charge"),
+      });
     }
-    await expect(limiter.refund("k", { charge: d.charge, cost: 3 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("exceeds the charge's cost 2") });
-    await expect(limiter.refund("k", { charge: d.charge, cost: 0 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("Invalid cost") });
+    await expect(limiter.refund("k", { charge: d.charge, cost: 3 })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("exceeds the charge's cost 2"),
+    });
+    await expect(limiter.refund("k", { charge: d.charge, cost: 0 })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("Invalid cost"),
+    });
     expect((await limiter.peek("k")).remaining).toBe(3);
     await limiter.refund("k", { charge: d.charge });
     expect((await limiter.peek("k")).remaining).toBe(5);

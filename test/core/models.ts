@@ -152,7 +152,7 @@ export class MultiModel {
   /** The first whole ms at which the request fits: found by scanning, no formula. */
   retryAfterMs(now: number, cost: number): number {
     if (this.policies.some((p) => cost > p.limit)) return Infinity;
-    for (let wait = 0; ; wait++) {
+    for (let wait = 0;; wait++) {
       if (this.fits(now + wait, cost)) return wait;
       if (wait > 10_000_000) throw new Error("model found no retry time");
     }
@@ -161,7 +161,7 @@ export class MultiModel {
   limit(now: number, cost: number): { allowed: boolean; remaining: number[]; retryAfterMs: number } {
     const allowed = this.fits(now, cost);
     const retryAfterMs = allowed ? 0 : this.retryAfterMs(now, cost);
-    if (allowed) for (const m of this.models) m.charge(now, cost);
+    if (allowed) { for (const m of this.models) m.charge(now, cost); }
     return { allowed, remaining: this.models.map((m) => m.remaining(now)), retryAfterMs };
   }
 }

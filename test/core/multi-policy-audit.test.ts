@@ -6,7 +6,15 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createRateLimiter, fixedWindow, slidingLog, slidingWindow, tokenBucket, type Decision, type Policy } from "../../packages/core/src/index.ts";
+import {
+  createRateLimiter,
+  type Decision,
+  fixedWindow,
+  type Policy,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from "../../packages/core/src/index.ts";
 
 const START = 1_767_225_600_000;
 const windowPolicy = (make: typeof fixedWindow) =>
@@ -17,7 +25,9 @@ const policyArb: fc.Arbitrary<Policy> = fc.oneof(
   windowPolicy(slidingWindow),
   windowPolicy(slidingLog),
 );
-const policySetArb = fc.array(policyArb, { minLength: 2, maxLength: 4 }).map((ps) => ps.map((p, i) => Object.freeze({ ...p, name: `${p.name}#${i}` })));
+const policySetArb = fc.array(policyArb, { minLength: 2, maxLength: 4 }).map((ps) =>
+  ps.map((p, i) => Object.freeze({ ...p, name: `${p.name}#${i}` }))
+);
 const opArb = fc.record({
   kind: fc.constantFrom("limit", "limit", "limit", "limit", "peek", "refund", "reset"),
   cost: fc.integer({ min: 1, max: 7 }),
@@ -31,7 +41,12 @@ function checkBinding(d: Decision): void {
   const chosen = d.policies.find((p) => p.policy === d.policy)!;
   expect(bound).toContain(chosen);
   expect(bound[0]).toBe(chosen); // ties: the first in order
-  expect([d.limit, d.remaining, d.resetAt, d.retryAfterMs]).toEqual([chosen.limit, chosen.remaining, chosen.resetAt, d.allowed ? 0 : chosen.retryAfterMs]);
+  expect([d.limit, d.remaining, d.resetAt, d.retryAfterMs]).toEqual([
+    chosen.limit,
+    chosen.remaining,
+    chosen.resetAt,
+    d.allowed ? 0 : chosen.retryAfterMs,
+  ]);
   expect(d.allowed).toBe(d.policies.every((p) => p.allowed));
 }
 

@@ -1,6 +1,14 @@
 // The resilient store wrapper: the deadline, the probing breaker, the bound on calls in flight,
 // the failure and recovery lines, and what createRateLimiter and the HTTP layer get from it.
-import { createRateLimiter, fixedWindow, FloodgateError, memoryStore, resilientStore, type RateLimitStore, type StoreResult } from "@floodgate/core";
+import {
+  createRateLimiter,
+  fixedWindow,
+  FloodgateError,
+  memoryStore,
+  type RateLimitStore,
+  resilientStore,
+  type StoreResult,
+} from "@floodgate/core";
 import { createHttpRateLimiter } from "@floodgate/core/http";
 import { describe, expect, it } from "vitest";
 
@@ -27,8 +35,14 @@ function controlledStore(mode: Mode = "ok") {
         store.maxUnsettled = Math.max(store.maxUnsettled, ++store.unsettled);
         return new Promise<StoreResult>((resolve, reject) => {
           hanging.push({
-            release: () => { store.unsettled--; resolve(inner.consume(...args)); },
-            fail: (error) => { store.unsettled--; reject(error); },
+            release: () => {
+              store.unsettled--;
+              resolve(inner.consume(...args));
+            },
+            fail: (error) => {
+              store.unsettled--;
+              reject(error);
+            },
           });
         });
       }
@@ -49,7 +63,10 @@ describe("createRateLimiter: a remote store gets a deadline by default", () => {
     const store = controlledStore("hang");
     const limiter = createRateLimiter({ policy: perMinute(5), store, resilience: { logger: false } });
     const started = performance.now();
-    await expect(limiter.limit("a")).rejects.toMatchObject({ code: "STORE_TIMEOUT", message: expect.stringContaining("did not answer within 1000 ms") });
+    await expect(limiter.limit("a")).rejects.toMatchObject({
+      code: "STORE_TIMEOUT",
+      message: expect.stringContaining("did not answer within 1000 ms"),
+    });
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThanOrEqual(990);
     expect(waited).toBeLessThan(1500);
@@ -68,11 +85,19 @@ describe("createRateLimiter: a remote store gets a deadline by default", () => {
 
   it("bad options are INVALID_OPTION errors that say what is accepted", () => {
     const store = controlledStore();
-    expect(() => resilientStore(store, { timeoutMs: 0 })).toThrow(/resilientStore\(\): invalid option `timeoutMs`: received 0; expected a whole number of milliseconds from 1 to 60000, or false/);
-    expect(() => resilientStore(store, { circuitBreaker: { cooldown: 5 } as never })).toThrow(/`circuitBreaker.cooldown`: received 5; expected false or \{ failures\?/);
+    expect(() => resilientStore(store, { timeoutMs: 0 })).toThrow(
+      /resilientStore\(\): invalid option `timeoutMs`: received 0; expected a whole number of milliseconds from 1 to 60000, or false/,
+    );
+    expect(() => resilientStore(store, { circuitBreaker: { cooldown: 5 } as never })).toThrow(
+      /`circuitBreaker.cooldown`: received 5; expected false or \{ failures\?/,
+    );
     expect(() => resilientStore(store, { maxInFlight: 0 })).toThrow(/`maxInFlight`: received 0; expected a whole number >= 1/);
-    expect(() => resilientStore(store, { logger: {} as never })).toThrow(/`logger`: .*expected false or an object with a warn\(message\) method/);
-    expect(() => createRateLimiter({ policy: perMinute(1), store, resilience: "on" as never })).toThrow(/createRateLimiter\(\): invalid option `resilience`: received "on"; expected false, or the options of resilientStore\(\)/);
+    expect(() => resilientStore(store, { logger: {} as never })).toThrow(
+      /`logger`: .*expected false or an object with a warn\(message\) method/,
+    );
+    expect(() => createRateLimiter({ policy: perMinute(1), store, resilience: "on" as never })).toThrow(
+      /createRateLimiter\(\): invalid option `resilience`: received "on"; expected false, or the options of resilientStore\(\)/,
+    );
     expect(() => resilientStore(undefined as never)).toThrow(/resilientStore\(\): received undefined as the store/);
   });
 });
@@ -85,8 +110,17 @@ describe("a failing store is never silent", () => {
     const seen: string[] = [];
     const guarded = resilientStore(store, {
       circuitBreaker: { failures: 3 },
-      logger: { warn: (m) => { lines.push(`warn ${m}`); }, info: (m) => { lines.push(`info ${m}`); } },
-      onFailure: (error) => { seen.push(error.code); },
+      logger: {
+        warn: (m) => {
+          lines.push(`warn ${m}`);
+        },
+        info: (m) => {
+          lines.push(`info ${m}`);
+        },
+      },
+      onFailure: (error) => {
+        seen.push(error.code);
+      },
     });
     const limiter = createRateLimiter({ policy: perMinute(5), store: guarded, clock: () => now });
     for (let i = 0; i < 4; i++) await codeOf(limiter.limit("a"));
@@ -105,10 +139,21 @@ describe("a failing store is never silent", () => {
 
   it("the HTTP layer's default fallback logs the failure through its logger", async () => {
     const lines: string[] = [];
-    const http = createHttpRateLimiter({ store: controlledStore("throw"), policy: perMinute(5), logger: { warn: (m) => { lines.push(m); } }, warnings: false }, ACCESS);
+    const http = createHttpRateLimiter({
+      store: controlledStore("throw"),
+      policy: perMinute(5),
+      logger: {
+        warn: (m) => {
+          lines.push(m);
+        },
+      },
+      warnings: false,
+    }, ACCESS);
     for (let i = 0; i < 3; i++) expect((await http.decideRequest({}, "192.0.2.1"))?.info.source).toBe("fallback");
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^\[floodgate\] The controlled store is failing \(STORE_ERROR: .*connection refused\)\. .*Check that the store is reachable/);
+    expect(lines[0]).toMatch(
+      /^\[floodgate\] The controlled store is failing \(STORE_ERROR: .*connection refused\)\. .*Check that the store is reachable/,
+    );
   });
 });
 
@@ -125,7 +170,10 @@ describe("the circuit breaker probes early and backs off", () => {
       let waited = 0;
       while (store.calls === before) {
         expect(await codeOf(limiter.limit("a"))).toBe(store.calls === before ? "STORE_UNAVAILABLE" : "STORE_ERROR");
-        if (store.calls === before) { now += 250; waited += 250; }
+        if (store.calls === before) {
+          now += 250;
+          waited += 250;
+        }
       }
       openFor.push(waited);
     }
@@ -148,7 +196,12 @@ describe("the circuit breaker probes early and backs off", () => {
   it("exactly one probe is in flight; the others fail at once with STORE_UNAVAILABLE", async () => {
     let now = 1_000_000;
     const store = controlledStore("throw");
-    const limiter = createRateLimiter({ policy: perMinute(100), store, clock: () => now, resilience: { circuitBreaker: { failures: 1 }, timeoutMs: false, logger: false } });
+    const limiter = createRateLimiter({
+      policy: perMinute(100),
+      store,
+      clock: () => now,
+      resilience: { circuitBreaker: { failures: 1 }, timeoutMs: false, logger: false },
+    });
     await codeOf(limiter.limit("a"));
     now += 1000;
     store.mode = "hang";
@@ -185,7 +238,15 @@ describe("calls in flight are bounded", () => {
 
   it("the HTTP layer, breaker off: requests beyond the bound get the failure policy at once", async () => {
     const store = controlledStore("hang");
-    const http = createHttpRateLimiter({ store, policy: perMinute(100), circuitBreaker: false, timeoutMs: 300, onStoreError: "allow", logger: { warn: () => {} }, warnings: false }, ACCESS);
+    const http = createHttpRateLimiter({
+      store,
+      policy: perMinute(100),
+      circuitBreaker: false,
+      timeoutMs: 300,
+      onStoreError: "allow",
+      logger: { warn: () => {} },
+      warnings: false,
+    }, ACCESS);
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: 3000 }, () => http.decideRequest({}, "192.0.2.1")));
     expect(performance.now() - started).toBeLessThan(1500);

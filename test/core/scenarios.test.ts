@@ -5,7 +5,11 @@ const byKind = <T extends { policy: { kind: string } }>(list: T[], kind: string)
 
 describe("seed scenario 1: boundary burst (100 per 60 s)", () => {
   it("fixed window admits 200 within two seconds", async () => {
-    expect(await boundaryBurst(byKind(boundaryContenders, "fixed-window").policy)).toEqual({ lastSecond: 100, firstSecond: 100, total: 200 });
+    expect(await boundaryBurst(byKind(boundaryContenders, "fixed-window").policy)).toEqual({
+      lastSecond: 100,
+      firstSecond: 100,
+      total: 200,
+    });
   });
   it("sliding log admits exactly 100", async () => {
     expect((await boundaryBurst(byKind(boundaryContenders, "sliding-log").policy)).total).toBe(100);

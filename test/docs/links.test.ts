@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { slidingWindow, type FloodgateErrorCode } from "../../packages/core/src/index.ts";
+import { type FloodgateErrorCode, slidingWindow } from "../../packages/core/src/index.ts";
 import { createHttpRateLimiter, WARNINGS } from "../../packages/core/src/http/index.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -123,7 +123,11 @@ function problem(link: Link): string | undefined {
   const hash = link.target.indexOf("#");
   const pathPart = decodeURI(hash === -1 ? link.target : link.target.slice(0, hash));
   const anchor = hash === -1 ? undefined : decodeURIComponent(link.target.slice(hash + 1));
-  const repoPath = pathPart.startsWith(BLOB_BASE) ? pathPart.slice(BLOB_BASE.length) : pathPart.startsWith(TREE_BASE) ? pathPart.slice(TREE_BASE.length) : undefined;
+  const repoPath = pathPart.startsWith(BLOB_BASE)
+    ? pathPart.slice(BLOB_BASE.length)
+    : pathPart.startsWith(TREE_BASE)
+    ? pathPart.slice(TREE_BASE.length)
+    : undefined;
   const file = repoPath !== undefined ? join(ROOT, repoPath) : pathPart === "" ? link.from : resolve(dirname(link.from), pathPart);
   if (!existsSync(file)) return `${relative(ROOT, file)} does not exist`;
   if (anchor === undefined || anchor === "") return undefined;
@@ -218,7 +222,13 @@ describe("docs", () => {
 
   it("the package READMEs link the docs absolutely (npm and JSR show no other files), each to a page that exists", () => {
     const readmes = readdirSync(join(ROOT, "packages")).map((p) => join(ROOT, "packages", p, "README.md")).filter((f) => existsSync(f));
-    expect(readmes.map((f) => relative(ROOT, f)).sort()).toEqual(["packages/core/README.md", "packages/express/README.md", "packages/hono/README.md", "packages/koa/README.md", "packages/upstash-local/README.md"]);
+    expect(readmes.map((f) => relative(ROOT, f)).sort()).toEqual([
+      "packages/core/README.md",
+      "packages/express/README.md",
+      "packages/hono/README.md",
+      "packages/koa/README.md",
+      "packages/upstash-local/README.md",
+    ]);
     for (const readme of readmes) {
       const links = allLinksOf(readme);
       const name = relative(ROOT, readme);
@@ -226,7 +236,8 @@ describe("docs", () => {
       const docs = links.filter((l) => l.target.startsWith(`${BLOB_BASE}docs/`));
       expect(docs.length, `${name} links no page of docs/ (base ${BLOB_BASE}docs/)`).toBeGreaterThanOrEqual(3);
       // A link to the repository's own README is a dead end for someone reading the package page.
-      expect(links.filter((l) => l.target === `${BLOB_BASE}README.md` || l.target === repositoryUrl()).map((l) => `${name}: ${l.target}`)).toEqual([]);
+      expect(links.filter((l) => l.target === `${BLOB_BASE}README.md` || l.target === repositoryUrl()).map((l) => `${name}: ${l.target}`))
+        .toEqual([]);
       const broken = docs.flatMap((link) => {
         const why = problem(link);
         return why === undefined ? [] : [`${name}: (${link.target}) ${why}`];
@@ -239,7 +250,9 @@ describe("docs", () => {
     const from = join(ROOT, "packages/core/README.md");
     expect(problem({ from, target: `${BLOB_BASE}docs/reference/options.md#trustproxy` })).toBeUndefined();
     expect(problem({ from, target: `${BLOB_BASE}docs/no-such-page.md` })).toBe("docs/no-such-page.md does not exist");
-    expect(problem({ from, target: `${BLOB_BASE}docs/reference/options.md#no-such-option` })).toBe("docs/reference/options.md has no heading #no-such-option");
+    expect(problem({ from, target: `${BLOB_BASE}docs/reference/options.md#no-such-option` })).toBe(
+      "docs/reference/options.md has no heading #no-such-option",
+    );
     expect(linksOf(from).some((l) => l.target.startsWith(BLOB_BASE))).toBe(true);
   });
 

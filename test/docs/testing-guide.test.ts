@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createRateLimiter, redisStore, slidingWindow, tokenBucket, upstashStore, withRateLimit } from "@floodgate/core";
 import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import { Redis } from "ioredis";
 import { Redis as Upstash } from "@upstash/redis";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
 it("a token bucket refills one token per second", async () => {
@@ -30,12 +30,15 @@ it("a token bucket refills one token per second", async () => {
 
 function makeApp(clock: () => number) {
   const app = new Hono<RateLimitEnv>();
-  app.use("/api/*", rateLimit({
-    policy: slidingWindow({ limit: 2, window: "1m" }),
-    clock,
-    // app.request() has no socket: say who the client is.
-    getConnInfo: (c: Context) => ({ remote: { address: c.req.header("x-test-ip") ?? "203.0.113.7" } }),
-  }));
+  app.use(
+    "/api/*",
+    rateLimit({
+      policy: slidingWindow({ limit: 2, window: "1m" }),
+      clock,
+      // app.request() has no socket: say who the client is.
+      getConnInfo: (c: Context) => ({ remote: { address: c.req.header("x-test-ip") ?? "203.0.113.7" } }),
+    }),
+  );
   app.get("/api/hello", (c) => c.json({ remaining: c.get("rateLimit")?.remaining }));
   return app;
 }
@@ -103,13 +106,24 @@ it("fake timers: create the limiter after installing them", async () => {
     expect((await limiter.limit("a")).allowed).toBe(false);
     vi.advanceTimersByTime(120_000);
     expect((await limiter.limit("a")).allowed).toBe(true);
-  } finally { vi.useRealTimers(); }
+  } finally {
+    vi.useRealTimers();
+  }
 });
 
 describe("Redis with an injected clock", () => {
-  let server: RedisInstance; let client: Redis;
-  beforeAll(async () => { server = await startRedis(); vi.stubEnv("REDIS_URL", server.url); client = new Redis(process.env.REDIS_URL!); });
-  afterAll(async () => { vi.unstubAllEnvs(); client.disconnect(); await server.stop(); });
+  let server: RedisInstance;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    vi.stubEnv("REDIS_URL", server.url);
+    client = new Redis(process.env.REDIS_URL!);
+  });
+  afterAll(async () => {
+    vi.unstubAllEnvs();
+    client.disconnect();
+    await server.stop();
+  });
   it("replays time exactly", async () => {
     let now = Date.UTC(2030, 0, 1);
     const limiter = createRateLimiter({
@@ -127,14 +141,19 @@ describe("Redis with an injected clock", () => {
 });
 
 describe("the Upstash store against the local bridge", () => {
-  let server: RedisInstance; let bridge: UpstashBridge;
+  let server: RedisInstance;
+  let bridge: UpstashBridge;
   beforeAll(async () => {
     server = await startRedis();
     bridge = await startUpstashBridge({ redis: { host: server.host, port: server.port } });
     vi.stubEnv("UPSTASH_REDIS_REST_URL", bridge.url);
     vi.stubEnv("UPSTASH_REDIS_REST_TOKEN", bridge.token);
   });
-  afterAll(async () => { vi.unstubAllEnvs(); await bridge.stop(); await server.stop(); });
+  afterAll(async () => {
+    vi.unstubAllEnvs();
+    await bridge.stop();
+    await server.stop();
+  });
   it("shares one limit between two limiters", async () => {
     const redis = Upstash.fromEnv();
     const prefix = `test:${crypto.randomUUID()}:`;

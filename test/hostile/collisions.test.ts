@@ -2,11 +2,11 @@
 // addresses that must share one but might not), through the HTTP layer's decision path into the
 // memory store and into Redis. Asserted by counting: exhaust one identity's limit, then the other
 // must still be admitted (or, for spellings of one client, denied).
-import { fixedWindow, memoryStore, redisStore, type RateLimitStore } from "@floodgate/core";
+import { fixedWindow, memoryStore, type RateLimitStore, redisStore } from "@floodgate/core";
 import { createHttpRateLimiter, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core/http";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 
 /** A request as the fake access reads it: no framework, no socket. */
 interface FakeRequest {

@@ -4,11 +4,11 @@
 // escape as an unhandled rejection, and answers 5xx only through the app's own error handler for
 // the documented programmer mistake (a key or cost the limiter rejects: INVALID_ARGUMENT), which
 // fails that request alone.
-import { FloodgateError, fixedWindow, slidingLog, slidingWindow, tokenBucket, type HttpRateLimitOptions } from "@floodgate/core";
-import { groupIp, inRange, parseForwarded, parseIp, parseRange, type ParsedIp } from "@floodgate/core/http";
+import { fixedWindow, FloodgateError, type HttpRateLimitOptions, slidingLog, slidingWindow, tokenBucket } from "@floodgate/core";
+import { groupIp, inRange, type ParsedIp, parseForwarded, parseIp, parseRange } from "@floodgate/core/http";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADAPTERS, checkReply, escapeCollector, rawRequest, runs, type RunningApp } from "./support.ts";
+import { ADAPTERS, checkReply, escapeCollector, rawRequest, type RunningApp, runs } from "./support.ts";
 
 // --- addresses and forwarding headers -------------------------------------------------------
 
@@ -26,7 +26,29 @@ const garbage = fc.oneof(
   fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 }),
   // Bytes Node may refuse in a header (NUL, DEL, high latin1): a 400 from Node, never from the app.
   fc.string({ unit: fc.integer({ min: 0, max: 0xff }).map((c) => String.fromCharCode(c === 10 || c === 13 ? 32 : c)), maxLength: 20 }),
-  fc.constantFrom("unknown", "_hidden", "_SEVKISEK", "", " ", ",", ";", "\"", "[", "]", "[::1", "::1]", "1.2.3", "1.2.3.4.5", "01.2.3.4", "256.1.1.1", "1.2.3.4/24", ":::", "1::2::3", "%", "%eth0"),
+  fc.constantFrom(
+    "unknown",
+    "_hidden",
+    "_SEVKISEK",
+    "",
+    " ",
+    ",",
+    ";",
+    '"',
+    "[",
+    "]",
+    "[::1",
+    "::1]",
+    "1.2.3",
+    "1.2.3.4.5",
+    "01.2.3.4",
+    "256.1.1.1",
+    "1.2.3.4/24",
+    ":::",
+    "1::2::3",
+    "%",
+    "%eth0",
+  ),
 );
 const port = fc.integer({ min: 0, max: 99_999 });
 const address = fc.oneof(
@@ -46,8 +68,10 @@ const forwardedFor = fc.oneof(
   address.map((a) => `"${a}`), // an unterminated quoted string
 );
 const forwardedElement = fc
-  .tuple(fc.option(forwardedFor), fc.option(fc.constantFrom("proto=http", "by=_proxy", "host=\"a;b,c\"", "For=", "for", "=", ";;")))
-  .map(([f, other]) => [f === null ? undefined : `${["for", "For", "FOR"][f.length % 3]}=${f}`, other ?? undefined].filter((x) => x !== undefined).join(";"));
+  .tuple(fc.option(forwardedFor), fc.option(fc.constantFrom("proto=http", "by=_proxy", 'host="a;b,c"', "For=", "for", "=", ";;")))
+  .map(([f, other]) =>
+    [f === null ? undefined : `${["for", "For", "FOR"][f.length % 3]}=${f}`, other ?? undefined].filter((x) => x !== undefined).join(";")
+  );
 
 /** Header lines of forwarding information, sometimes repeated, sometimes huge. */
 const forwardingHeaders = fc.oneof(
@@ -56,22 +80,62 @@ const forwardingHeaders = fc.oneof(
   list(forwardedElement, 8).map((v) => [`Forwarded: ${v}`]),
   fc.tuple(list(forwardedElement, 3), list(address, 3)).map(([f, x]) => [`Forwarded: ${f}`, `X-Forwarded-For: ${x}`]),
   // Huge lists: near Node's 16 KB header limit, and past it (Node answers 431 itself).
-  fc.tuple(ipv4, fc.integer({ min: 100, max: 2_500 })).map(([ip, n]) => [`X-Forwarded-For: ${Array.from({ length: n }, () => ip).join(", ")}`]),
-  fc.integer({ min: 50, max: 900 }).map((n) => [`Forwarded: ${Array.from({ length: n }, (_, i) => `for="[2001:db8::${(i % 0xffff).toString(16)}]:${i}"`).join(",")}`]),
+  fc.tuple(ipv4, fc.integer({ min: 100, max: 2_500 })).map((
+    [ip, n],
+  ) => [`X-Forwarded-For: ${Array.from({ length: n }, () => ip).join(", ")}`]),
+  fc.integer({ min: 50, max: 900 }).map((
+    n,
+  ) => [`Forwarded: ${Array.from({ length: n }, (_, i) => `for="[2001:db8::${(i % 0xffff).toString(16)}]:${i}"`).join(",")}`]),
   fc.constant([] as string[]),
 );
 
 // --- request-targets and methods ------------------------------------------------------------
 
 const segment = fc.oneof(
-  fc.constantFrom("api", "API", "login", "files", "1", "..", ".", "", "%2e%2e", "%2E%2E", "%2F", "%00", "%", "%zz", "%E2%82%AC", "%C0%AF", "%ff", "\u00e9", ";x=1", "@", ":id", "*"),
+  fc.constantFrom(
+    "api",
+    "API",
+    "login",
+    "files",
+    "1",
+    "..",
+    ".",
+    "",
+    "%2e%2e",
+    "%2E%2E",
+    "%2F",
+    "%00",
+    "%",
+    "%zz",
+    "%E2%82%AC",
+    "%C0%AF",
+    "%ff",
+    "\u00e9",
+    ";x=1",
+    "@",
+    ":id",
+    "*",
+  ),
   fc.stringMatching(/^[A-Za-z0-9._~!$&'()*+,;=:@%-]{0,12}$/),
 );
-const path = fc.tuple(fc.constantFrom("/", "//", "/api/", "/files/", "/login", "///api//"), fc.array(segment, { maxLength: 8 }), fc.constantFrom("/", "//", "/./", "/../"))
+const path = fc.tuple(
+  fc.constantFrom("/", "//", "/api/", "/files/", "/login", "///api//"),
+  fc.array(segment, { maxLength: 8 }),
+  fc.constantFrom("/", "//", "/./", "/../"),
+)
   .map(([start, segments, separator]) => start + segments.join(separator));
 const target = fc.oneof(
-  { weight: 6, arbitrary: fc.tuple(path, fc.option(fc.constantFrom("?a=1", "?", "?x=%zz&y=//", "#frag", "?q=1#f", "#", "?%00"))).map(([p, q]) => p + (q ?? "")) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom("http://evil.example", "HTTP://127.0.0.1:80", "https://a@b:1", "http://[::1]", "ftp://x"), path).map(([origin, p]) => origin + p) },
+  {
+    weight: 6,
+    arbitrary: fc.tuple(path, fc.option(fc.constantFrom("?a=1", "?", "?x=%zz&y=//", "#frag", "?q=1#f", "#", "?%00"))).map(([p, q]) =>
+      p + (q ?? "")
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.tuple(fc.constantFrom("http://evil.example", "HTTP://127.0.0.1:80", "https://a@b:1", "http://[::1]", "ftp://x"), path)
+      .map(([origin, p]) => origin + p),
+  },
   { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }).map((n) => `/api/${"a".repeat(n)}`) },
   { weight: 1, arbitrary: fc.constantFrom("*", "api", "", "/%", "/api/%2", "/\u00ff") },
 );
@@ -85,19 +149,62 @@ const method = fc.oneof(
 
 const LONE = ["\uD800", "\uDBFF", "\uDC00", "\uDFFF"];
 const keyPart = fc.oneof(
-  fc.constantFrom("{", "}", "*", ":", "\u0000", "\n", "\r\n", "%", "%7D", "fg:", "default:", "GET /api:", ...LONE, "\u{1F600}", "e\u0301", "\u00e9", "\uFFFD", " "),
+  fc.constantFrom(
+    "{",
+    "}",
+    "*",
+    ":",
+    "\u0000",
+    "\n",
+    "\r\n",
+    "%",
+    "%7D",
+    "fg:",
+    "default:",
+    "GET /api:",
+    ...LONE,
+    "\u{1F600}",
+    "e\u0301",
+    "\u00e9",
+    "\uFFFD",
+    " ",
+  ),
   fc.string({ maxLength: 8 }),
 );
 const keyValue = fc.oneof(
   { weight: 8, arbitrary: fc.array(keyPart, { minLength: 1, maxLength: 10 }).map((parts) => parts.join("")) },
-  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 900, max: 10_240 }), fc.constantFrom("x", ":", "\uD800", "\u0000")).map(([n, c]) => c.repeat(n)) },
+  {
+    weight: 2,
+    arbitrary: fc.tuple(fc.integer({ min: 900, max: 10_240 }), fc.constantFrom("x", ":", "\uD800", "\u0000")).map(([n, c]) => c.repeat(n)),
+  },
   { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, "", null, 42, {}, ["a"], true) },
   // No key from the app: the client address decides, read through the forwarding headers.
   { weight: 4, arbitrary: fc.constantFrom<unknown>(undefined, "") },
 );
 const costValue = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: 0, max: 4 }) },
-  { weight: 4, arbitrary: fc.constantFrom<unknown>(-1, -0, 0.5, 1.5, NaN, Infinity, -Infinity, "1", "", null, undefined, 1e300, 2 ** 53, 2 ** 53 - 1, 2 ** 31, {}, [1]) },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom<unknown>(
+      -1,
+      -0,
+      0.5,
+      1.5,
+      NaN,
+      Infinity,
+      -Infinity,
+      "1",
+      "",
+      null,
+      undefined,
+      1e300,
+      2 ** 53,
+      2 ** 53 - 1,
+      2 ** 31,
+      {},
+      [1],
+    ),
+  },
   { weight: 1, arbitrary: fc.double() },
 );
 
@@ -136,8 +243,14 @@ const base: HttpRateLimitOptions<any> = {
     "/files/*": slidingLog({ limit: 4, window: "1m" }),
     default: policy,
   },
-  key: (req) => { const c = lookup(req.header("x-case")); return maybeAsync(c, c?.key) as string | undefined; },
-  cost: (req) => { const c = lookup(req.header("x-case")); return maybeAsync(c, c === undefined ? 1 : c.cost) as number; },
+  key: (req) => {
+    const c = lookup(req.header("x-case"));
+    return maybeAsync(c, c?.key) as string | undefined;
+  },
+  cost: (req) => {
+    const c = lookup(req.header("x-case"));
+    return maybeAsync(c, c === undefined ? 1 : c.cost) as number;
+  },
   logger: { warn: (message) => void logs.push(message) },
 };
 /** Two deployments per adapter: trusting every X-Forwarded-For hop, and trusting loopback proxies through Forwarded. */
@@ -152,7 +265,8 @@ const DEPLOYMENTS: HttpRateLimitOptions<any>[] = [
  * at the first entry that is not an address (keyed by the proxy that passed it on).
  */
 function expectedClientKey(deployment: number, lines: readonly string[]): string {
-  const values = (name: string): string[] => lines.filter((l) => l.toLowerCase().startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).trim());
+  const values = (name: string): string[] =>
+    lines.filter((l) => l.toLowerCase().startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).trim());
   const loopback = [parseRange("127.0.0.0/8")!, parseRange("::1")!];
   const [chain, trusts, subnet] = deployment === 0
     ? [values("x-forwarded-for").join(", ").split(",").map((s) => s.trim()), () => true, 64]
@@ -207,7 +321,10 @@ describe.each(ADAPTERS)("$name under hostile requests", (adapter) => {
           // No key from the app: the client address, through the trusted proxies only.
           expect(JSON.parse(reply.body).key).toBe(expectedClientKey(x.server % apps.length, x.forwarding));
         }
-        if (reply.status === 200 && !reply.bodiless && JSON.parse(reply.body).counted === true && typeof x.key === "string" && x.key !== "" && x.key.length <= 1000) {
+        if (
+          reply.status === 200 && !reply.bodiless && JSON.parse(reply.body).counted === true && typeof x.key === "string" && x.key !== "" &&
+          x.key.length <= 1000
+        ) {
           // A valid key the app returned is counted as it is: no trimming, no normalising.
           expect(JSON.parse(reply.body).key).toBe(x.key);
         }
@@ -234,7 +351,10 @@ describe.each(ADAPTERS)("$name under hostile requests", (adapter) => {
     for (const [key, shown] of [[null, "null"], [42, "42"], ["\u0000victim", '"\\u0000victim"']] as const) {
       const id = `c${nextCase++}`;
       cases.set(id, { key, cost: 1, async: true });
-      const reply = await rawRequest(apps[1]!.port, ["POST /login HTTP/1.1", "Host: 127.0.0.1", `X-Case: ${id}`, "Content-Length: 0"].join("\r\n"));
+      const reply = await rawRequest(
+        apps[1]!.port,
+        ["POST /login HTTP/1.1", "Host: 127.0.0.1", `X-Case: ${id}`, "Content-Length: 0"].join("\r\n"),
+      );
       expect(reply.status).toBe(500);
       const body = JSON.parse(reply.body);
       expect(body.code).toBe("INVALID_ARGUMENT");
@@ -244,7 +364,12 @@ describe.each(ADAPTERS)("$name under hostile requests", (adapter) => {
   });
 
   it("reports a cost function's garbage as INVALID_ARGUMENT naming the value", async () => {
-    for (const [cost, shown] of [[-1, "-1"], [1.5, "1.5"], [NaN, "NaN"], ["1", '"1"'], [1e300, "1e+300"], [2 ** 53, "9007199254740992"]] as const) {
+    for (
+      const [cost, shown] of [[-1, "-1"], [1.5, "1.5"], [NaN, "NaN"], ["1", '"1"'], [1e300, "1e+300"], [
+        2 ** 53,
+        "9007199254740992",
+      ]] as const
+    ) {
       const id = `c${nextCase++}`;
       cases.set(id, { key: "k", cost, async: false });
       const reply = await rawRequest(apps[0]!.port, ["GET /x HTTP/1.1", "Host: 127.0.0.1", `X-Case: ${id}`].join("\r\n"));

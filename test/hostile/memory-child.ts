@@ -18,7 +18,10 @@ const store = maxKeysArg === "default" ? memoryStore() : memoryStore({ maxKeys: 
 /** The request is its own peer address; no framework in between. */
 const ACCESS: RequestAccess<string> = { method: () => "GET", path: () => "/api", header: () => undefined };
 let now = 1_700_000_000_000;
-const http = createHttpRateLimiter<string>({ store, policy: slidingWindow({ limit: 10, window: "1m" }), clock: () => now, warnings: false }, ACCESS);
+const http = createHttpRateLimiter<string>(
+  { store, policy: slidingWindow({ limit: 10, window: "1m" }), clock: () => now, warnings: false },
+  ACCESS,
+);
 
 const heap = (): number => {
   gc();
@@ -53,6 +56,19 @@ const cpuUs = process.cpuUsage(cpuStarted);
 const after = heap();
 const size = store.size;
 
-console.log(JSON.stringify({ maxKeys: maxKeysArg, clients, maxSize, size, denied, heapBefore: before, heapAfter: after, bytesPerIdentifier: (after - before) / size, elapsedMs, cpuUsPerRequest: (cpuUs.user + cpuUs.system) / clients }));
+console.log(
+  JSON.stringify({
+    maxKeys: maxKeysArg,
+    clients,
+    maxSize,
+    size,
+    denied,
+    heapBefore: before,
+    heapAfter: after,
+    bytesPerIdentifier: (after - before) / size,
+    elapsedMs,
+    cpuUsPerRequest: (cpuUs.user + cpuUs.system) / clients,
+  }),
+);
 // Keeps the store reachable until after the last measurement.
 if (store.size < 0) console.log(http);

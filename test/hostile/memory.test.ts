@@ -37,17 +37,25 @@ interface Run {
 
 const child = fileURLToPath(new URL("./memory-child.ts", import.meta.url));
 const run = async (maxKeys: string): Promise<Run> => {
-  const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", "--import", "tsx", child, maxKeys, String(CLIENTS)], { timeout: LONG ? 900_000 : 120_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", "--import", "tsx", child, maxKeys, String(CLIENTS)], {
+    timeout: LONG ? 900_000 : 120_000,
+  });
   const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as Run;
   console.log(
-    `memory store (maxKeys ${maxKeys}), ${result.clients.toLocaleString("en")} rotating clients: at most ${result.maxSize.toLocaleString("en")} held, ` +
-      `heap +${((result.heapAfter - result.heapBefore) / 1024 / 1024).toFixed(1)} MB, ${result.bytesPerIdentifier.toFixed(0)} B per identifier held, ` +
+    `memory store (maxKeys ${maxKeys}), ${result.clients.toLocaleString("en")} rotating clients: at most ${
+      result.maxSize.toLocaleString("en")
+    } held, ` +
+      `heap +${((result.heapAfter - result.heapBefore) / 1024 / 1024).toFixed(1)} MB, ${
+        result.bytesPerIdentifier.toFixed(0)
+      } B per identifier held, ` +
       `${result.cpuUsPerRequest.toFixed(1)} µs CPU per request, ${(result.elapsedMs / 1000).toFixed(1)} s`,
   );
   return result;
 };
 
-it("a flood of rotating clients (1,000,000) stays within maxKeys, the heap within its bound, each decision in microseconds", { timeout: LONG ? 1_000_000 : 180_000 }, async () => {
+it("a flood of rotating clients (1,000,000) stays within maxKeys, the heap within its bound, each decision in microseconds", {
+  timeout: LONG ? 1_000_000 : 180_000,
+}, async () => {
   const [big, small] = await Promise.all([run("default"), run("1000")]);
 
   // The default store: full, never over, and every client admitted (each is new, or an evicted one back).

@@ -3,7 +3,7 @@
 // collectors of unhandled rejections and uncaught exceptions, and the run sizes.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import net, { type AddressInfo } from "node:net";
-import { FloodgateError, withRateLimit, type HttpRateLimitOptions } from "@floodgate/core";
+import { FloodgateError, type HttpRateLimitOptions, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
@@ -111,7 +111,11 @@ function parseReply(bytes: Buffer, sent: string): RawReply {
  * coherent rate-limit headers when the limiter decided.
  */
 export function checkReply(reply: RawReply, expectedError: boolean, sent: string): void {
-  const json = (): { code?: string; counted?: boolean; error?: { code?: string } } => (reply.bodiless ? { code: "INVALID_ARGUMENT", counted: false, error: { code: "RATE_LIMITED" } } : JSON.parse(reply.body));
+  const json = (): {
+    code?: string;
+    counted?: boolean;
+    error?: { code?: string };
+  } => (reply.bodiless ? { code: "INVALID_ARGUMENT", counted: false, error: { code: "RATE_LIMITED" } } : JSON.parse(reply.body));
   const what = `${reply.status} ${JSON.stringify(reply.body.slice(0, 200))} for ${JSON.stringify(sent.slice(0, 300))}`;
   if (expectedError && reply.status === 500) {
     if (json().code !== "INVALID_ARGUMENT") throw new Error(`not INVALID_ARGUMENT: ${what}`);
@@ -137,8 +141,12 @@ export function checkReply(reply: RawReply, expectedError: boolean, sent: string
 /** Collects what escaped: every unhandled rejection and uncaught exception while installed. */
 export function escapeCollector(): { readonly escaped: unknown[]; uninstall(): void } {
   const escaped: unknown[] = [];
-  const onRejection = (reason: unknown): void => { escaped.push(reason); };
-  const onException = (error: unknown): void => { escaped.push(error); };
+  const onRejection = (reason: unknown): void => {
+    escaped.push(reason);
+  };
+  const onException = (error: unknown): void => {
+    escaped.push(error);
+  };
   process.on("unhandledRejection", onRejection);
   process.on("uncaughtException", onException);
   return {
@@ -151,11 +159,15 @@ export function escapeCollector(): { readonly escaped: unknown[]; uninstall(): v
 }
 
 /** The route's reply: the key counted, or that the request was not counted (cost 0). */
-const routeBody = (info: { key: string } | undefined): string => JSON.stringify(info === undefined ? { counted: false } : { counted: true, key: info.key });
+const routeBody = (info: { key: string } | undefined): string =>
+  JSON.stringify(info === undefined ? { counted: false } : { counted: true, key: info.key });
 
 /** What an error that reached the app's error handler becomes: a 500 naming its code. */
 function errorBody(error: unknown): string {
-  return JSON.stringify({ code: error instanceof FloodgateError ? error.code : "OTHER", message: String((error as Error)?.message ?? error) });
+  return JSON.stringify({
+    code: error instanceof FloodgateError ? error.code : "OTHER",
+    message: String((error as Error)?.message ?? error),
+  });
 }
 
 export interface RunningApp {
@@ -181,7 +193,11 @@ function running(name: string, server: Server, errors: unknown[]): Promise<Runni
     name,
     port,
     errors,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   }));
 }
 
@@ -191,7 +207,9 @@ export const EXPRESS: Adapter = {
     const errors: unknown[] = [];
     const app = express();
     app.use(expressRateLimit(options));
-    app.use((req, res) => { res.type("json").send(routeBody((req as RateLimitedRequest).rateLimit)); });
+    app.use((req, res) => {
+      res.type("json").send(routeBody((req as RateLimitedRequest).rateLimit));
+    });
     // The app's own error handler, as the docs say: a programmer mistake arrives here through next(err).
     app.use((error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
       errors.push(error);

@@ -2,7 +2,7 @@
 // refunds when the client disconnects early, Hono on a real Node server, and the architecture check.
 import { spawnSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { connect, type AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createRateLimiter, fixedWindow, memoryStore, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
@@ -24,7 +24,12 @@ const clock = (): number => T0;
 const policy = fixedWindow({ limit: 1, window: "1m" });
 const servers: Server[] = [];
 afterEach(async () => {
-  for (const s of servers.splice(0)) await new Promise((resolve) => { s.closeAllConnections(); s.close(resolve); });
+  for (const s of servers.splice(0)) {
+    await new Promise((resolve) => {
+      s.closeAllConnections();
+      s.close(resolve);
+    });
+  }
 });
 
 async function listen(server: Server): Promise<string> {
@@ -59,29 +64,43 @@ describe("express", () => {
 
 describe("an app setting that trusts every proxy hop warns as trustProxy: true does", () => {
   const sendOnce = async (base: string) => (await fetch(base, { headers: { "x-forwarded-for": "198.51.100.7" } })).text();
-  const options = (logs: string[], warnings?: Record<string, boolean>) =>
-    ({ policy: fixedWindow({ limit: 5, window: "1m" }), logger: { warn: (m: string) => { logs.push(m); } }, ...(warnings ? { warnings } : {}) });
+  const options = (logs: string[], warnings?: Record<string, boolean>) => ({
+    policy: fixedWindow({ limit: 5, window: "1m" }),
+    logger: {
+      warn: (m: string) => {
+        logs.push(m);
+      },
+    },
+    ...(warnings ? { warnings } : {}),
+  });
   const trustWarnings = (logs: string[]) => logs.filter((m) => m.includes("trustProxyTrue"));
 
-  it.each([["express 5", express], ["express 4", express4]] as const)("%s: `trust proxy` true warns once; a hop count does not", async (_name, make) => {
-    for (const [setting, expected] of [[true, 1], [1, 0], ["loopback", 0]] as const) {
+  it.each([["express 5", express], ["express 4", express4]] as const)(
+    "%s: `trust proxy` true warns once; a hop count does not",
+    async (_name, make) => {
+      for (const [setting, expected] of [[true, 1], [1, 0], ["loopback", 0]] as const) {
+        const logs: string[] = [];
+        const app = (make as typeof express)();
+        app.set("trust proxy", setting);
+        app.use(expressRateLimit(options(logs)));
+        app.get("/", (req, res) => {
+          res.send((req as RateLimitedRequest).rateLimit?.key);
+        });
+        const base = await listen(createServer(app));
+        for (let i = 0; i < 2; i++) await sendOnce(base);
+        expect(trustWarnings(logs), String(setting)).toHaveLength(expected);
+      }
       const logs: string[] = [];
-      const app = (make as typeof express)();
-      app.set("trust proxy", setting);
-      app.use(expressRateLimit(options(logs)));
-      app.get("/", (req, res) => { res.send((req as RateLimitedRequest).rateLimit?.key); });
-      const base = await listen(createServer(app));
-      for (let i = 0; i < 2; i++) await sendOnce(base);
-      expect(trustWarnings(logs), String(setting)).toHaveLength(expected);
-    }
-    const logs: string[] = [];
-    const app = express();
-    app.set("trust proxy", true);
-    app.use(expressRateLimit(options(logs, { trustProxyTrue: false })));
-    app.get("/", (_req, res) => { res.send("ok"); });
-    await sendOnce(await listen(createServer(app)));
-    expect(trustWarnings(logs)).toEqual([]);
-  });
+      const app = express();
+      app.set("trust proxy", true);
+      app.use(expressRateLimit(options(logs, { trustProxyTrue: false })));
+      app.get("/", (_req, res) => {
+        res.send("ok");
+      });
+      await sendOnce(await listen(createServer(app)));
+      expect(trustWarnings(logs)).toEqual([]);
+    },
+  );
 
   it("koa: app.proxy with no maxIpsCount warns once; with maxIpsCount it does not", async () => {
     for (const [maxIpsCount, expected] of [[0, 1], [1, 0]] as const) {
@@ -90,7 +109,9 @@ describe("an app setting that trusts every proxy hop warns as trustProxy: true d
       app.proxy = true;
       app.maxIpsCount = maxIpsCount;
       app.use(koaRateLimit(options(logs)));
-      app.use((ctx) => { ctx.body = ctx.state.rateLimit.key; });
+      app.use((ctx) => {
+        ctx.body = ctx.state.rateLimit.key;
+      });
       const base = await listen(createServer(app.callback()));
       for (let i = 0; i < 2; i++) await sendOnce(base);
       expect(trustWarnings(logs), `maxIpsCount ${maxIpsCount}`).toHaveLength(expected);
@@ -104,7 +125,10 @@ describe("express: a response already sent, or a failure while answering, never 
     const inner = memoryStore();
     return {
       name: "slow",
-      consume: async (...args: Parameters<typeof inner.consume>) => { await new Promise((r) => setTimeout(r, ms)); return inner.consume(...args); },
+      consume: async (...args: Parameters<typeof inner.consume>) => {
+        await new Promise((r) => setTimeout(r, ms));
+        return inner.consume(...args);
+      },
       peek: inner.peek.bind(inner),
       refund: inner.refund.bind(inner),
       reset: inner.reset.bind(inner),
@@ -112,35 +136,58 @@ describe("express: a response already sent, or a failure while answering, never 
   };
   const watchRejections = () => {
     const seen: unknown[] = [];
-    const listener = (reason: unknown) => { seen.push(reason); };
+    const listener = (reason: unknown) => {
+      seen.push(reason);
+    };
     process.on("unhandledRejection", listener);
     return { seen, stop: () => process.off("unhandledRejection", listener) };
   };
 
-  it.each([["express 5", express], ["express 4", express4]] as const)("%s: a timeout middleware answered while the store was deciding", async (_name, make) => {
-    const rejections = watchRejections();
-    try {
-      const app = (make as typeof express)();
-      // What connect-timeout does: answer 503 after a delay, and let the request go on.
-      app.use((_req, res, next) => { setTimeout(() => { if (!res.headersSent) res.status(503).send("timeout"); }, 5); next(); });
-      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), clock, store: slowStore(40), warnings: false }));
-      app.get("/", (_req, res) => { if (!res.headersSent) res.send("ok"); });
-      const base = await listen(createServer(app));
-      for (let i = 0; i < 2; i++) expect((await fetch(base)).status).toBe(503); // allowed, then denied
-      await new Promise((r) => setTimeout(r, 100));
-      expect(rejections.seen).toEqual([]);
-    } finally {
-      rejections.stop();
-    }
-  });
+  it.each([["express 5", express], ["express 4", express4]] as const)(
+    "%s: a timeout middleware answered while the store was deciding",
+    async (_name, make) => {
+      const rejections = watchRejections();
+      try {
+        const app = (make as typeof express)();
+        // What connect-timeout does: answer 503 after a delay, and let the request go on.
+        app.use((_req, res, next) => {
+          setTimeout(() => {
+            if (!res.headersSent) res.status(503).send("timeout");
+          }, 5);
+          next();
+        });
+        app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), clock, store: slowStore(40), warnings: false }));
+        app.get("/", (_req, res) => {
+          if (!res.headersSent) res.send("ok");
+        });
+        const base = await listen(createServer(app));
+        for (let i = 0; i < 2; i++) expect((await fetch(base)).status).toBe(503); // allowed, then denied
+        await new Promise((r) => setTimeout(r, 100));
+        expect(rejections.seen).toEqual([]);
+      } finally {
+        rejections.stop();
+      }
+    },
+  );
 
   it("a custom handler's response Node refuses reaches the app's error handler", async () => {
     const rejections = watchRejections();
     try {
       const app = express();
-      app.use(expressRateLimit({ policy: fixedWindow({ limit: 1, window: "1m" }), clock, handler: () => ({ headers: { "x-bad": "a\nb" } }), warnings: false }));
-      app.get("/", (_req, res) => { res.send("ok"); });
-      app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => { res.status(500).send(`caught ${error.name}`); });
+      app.use(
+        expressRateLimit({
+          policy: fixedWindow({ limit: 1, window: "1m" }),
+          clock,
+          handler: () => ({ headers: { "x-bad": "a\nb" } }),
+          warnings: false,
+        }),
+      );
+      app.get("/", (_req, res) => {
+        res.send("ok");
+      });
+      app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+        res.status(500).send(`caught ${error.name}`);
+      });
       const base = await listen(createServer(app));
       expect((await fetch(base)).status).toBe(200);
       const denied = await fetch(base, { signal: AbortSignal.timeout(2000) });
@@ -157,7 +204,9 @@ describe("express: a response already sent, or a failure while answering, never 
 async function disconnectRefund(build: (limiter: ReturnType<typeof createRateLimiter>, arrived: () => void) => Server) {
   const limiter = createRateLimiter({ policy, clock });
   let arrived!: () => void;
-  const reached = new Promise<void>((resolve) => { arrived = resolve; });
+  const reached = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
   const base = await listen(build(limiter, arrived));
   const abort = new AbortController();
   const pending = fetch(`${base}/api/slow`, { signal: abort.signal }).catch(() => "aborted");
@@ -196,7 +245,9 @@ describe("koa", () => {
   it("exposes ctx.state.rateLimit", async () => {
     const app = new Koa();
     app.use(koaRateLimit({ policy: fixedWindow({ limit: 3, window: "1m" }), clock, warnings: false }));
-    app.use((ctx) => { ctx.body = { remaining: ctx.state.rateLimit.remaining }; });
+    app.use((ctx) => {
+      ctx.body = { remaining: ctx.state.rateLimit.remaining };
+    });
     const base = await listen(createServer(app.callback()));
     expect(await (await fetch(`${base}/x`)).json()).toEqual({ remaining: 2 });
   });
@@ -210,14 +261,19 @@ async function rawStatus(base: string, method: string, target: string): Promise<
       socket.write(`${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     });
     let reply = "";
-    socket.on("data", (chunk) => { reply += chunk; });
+    socket.on("data", (chunk) => {
+      reply += chunk;
+    });
     socket.on("end", () => resolve(Number(reply.split(" ")[1])));
     socket.on("error", reject);
   });
 }
 
 describe("rules see the path the framework routes, whatever form the request-target takes", () => {
-  const rules = { "POST /login": fixedWindow({ limit: 1, window: "1m", name: "login" }), default: fixedWindow({ limit: 100, window: "1m" }) };
+  const rules = {
+    "POST /login": fixedWindow({ limit: 1, window: "1m", name: "login" }),
+    default: fixedWindow({ limit: 100, window: "1m" }),
+  };
   // Node hands absolute-form targets ("http://host/login") and fragments to the app as they are;
   // Express and Koa route both to /login, so the login rule must count them too.
   const targets = ["/login", "http://example.com/login", "/login#x", "HTTP://example.com:80/login?x=1#y"];
@@ -225,7 +281,9 @@ describe("rules see the path the framework routes, whatever form the request-tar
   it("express", async () => {
     const app = express();
     app.use(expressRateLimit({ rules, clock, warnings: false }));
-    app.post("/login", (_req, res) => { res.send("login"); });
+    app.post("/login", (_req, res) => {
+      res.send("login");
+    });
     const base = await listen(createServer(app));
     const statuses = [];
     for (const target of targets) statuses.push(await rawStatus(base, "POST", target));
@@ -235,7 +293,9 @@ describe("rules see the path the framework routes, whatever form the request-tar
   it("koa", async () => {
     const app = new Koa();
     app.use(koaRateLimit({ rules, clock, warnings: false }));
-    app.use((ctx) => { ctx.body = ctx.path; });
+    app.use((ctx) => {
+      ctx.body = ctx.path;
+    });
     const base = await listen(createServer(app.callback()));
     const statuses = [];
     for (const target of targets) statuses.push(await rawStatus(base, "POST", target));
@@ -275,16 +335,26 @@ describe("hono: headers reach every kind of response", () => {
       return fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { redirect: "manual" });
     }],
   ];
-  it.each(routes.flatMap(([name, route]) => transports.map(([via, send]) => [`${name} via ${via}`, route, send] as const)))("%s", async (_name, route, send) => {
-    const app = new Hono();
-    app.use(honoRateLimit({ policy: fixedWindow({ limit: 5, window: "1m" }), clock, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
-    route(app);
-    const response = await send(app);
-    expect(response.headers.get("x-ratelimit-remaining")).toBe("4");
-    expect(response.headers.get("ratelimit")).toContain("r=4");
-    if (_name.startsWith("a raw")) expect(response.headers.get("x-own")).toBe("1");
-    if (_name.startsWith("a Response with immutable")) expect(response.status).toBe(302);
-  });
+  it.each(routes.flatMap(([name, route]) => transports.map(([via, send]) => [`${name} via ${via}`, route, send] as const)))(
+    "%s",
+    async (_name, route, send) => {
+      const app = new Hono();
+      app.use(
+        honoRateLimit({
+          policy: fixedWindow({ limit: 5, window: "1m" }),
+          clock,
+          getConnInfo: () => ({ remote: { address: "127.0.0.1" } }),
+          warnings: false,
+        }),
+      );
+      route(app);
+      const response = await send(app);
+      expect(response.headers.get("x-ratelimit-remaining")).toBe("4");
+      expect(response.headers.get("ratelimit")).toContain("r=4");
+      if (_name.startsWith("a raw")) expect(response.headers.get("x-own")).toBe("1");
+      if (_name.startsWith("a Response with immutable")) expect(response.status).toBe(302);
+    },
+  );
 });
 
 describe("architecture", () => {
@@ -301,7 +371,9 @@ describe("architecture", () => {
     const { readFileSync } = await import("node:fs");
     for (const pkg of ["hono", "express", "koa"]) {
       const source = readFileSync(fileURLToPath(new URL(`../../packages/${pkg}/src/index.ts`, import.meta.url)), "utf8");
-      const code = source.replace(/\/\*[\s\S]*?\*\//g, "").split("\n").filter((line) => line.trim() !== "" && !line.trim().startsWith("//"));
+      const code = source.replace(/\/\*[\s\S]*?\*\//g, "").split("\n").filter((line) =>
+        line.trim() !== "" && !line.trim().startsWith("//")
+      );
       expect(code.length, pkg).toBeLessThan(80);
     }
   });
@@ -317,7 +389,13 @@ describe("a client that disconnects before the response counts as failed", () =>
 
   it("fetch wrapper: refunded under skipFailedRequests", async () => {
     const make = (skipFailedRequests: boolean) => {
-      const handler = withRateLimit(() => new Response("ok"), { policy: perMinute2(), clock, skipFailedRequests, getClientIp: () => "127.0.0.1", warnings: false });
+      const handler = withRateLimit(() => new Response("ok"), {
+        policy: perMinute2(),
+        clock,
+        skipFailedRequests,
+        getClientIp: () => "127.0.0.1",
+        warnings: false,
+      });
       return (abort: boolean) => {
         const controller = new AbortController();
         if (abort) controller.abort();
@@ -332,7 +410,15 @@ describe("a client that disconnects before the response counts as failed", () =>
   it("hono: refunded under skipFailedRequests", async () => {
     const make = (skipFailedRequests: boolean) => {
       const app = new Hono();
-      app.use(honoRateLimit({ policy: perMinute2(), clock, skipFailedRequests, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+      app.use(
+        honoRateLimit({
+          policy: perMinute2(),
+          clock,
+          skipFailedRequests,
+          getConnInfo: () => ({ remote: { address: "127.0.0.1" } }),
+          warnings: false,
+        }),
+      );
       app.get("/", (c) => c.text("ok"));
       return async (abort: boolean) => {
         const controller = new AbortController();
@@ -347,12 +433,24 @@ describe("a client that disconnects before the response counts as failed", () =>
 
 describe("hono: an error that escapes the app is a failed request", () => {
   it.each([
-    ["a thrown non-Error", (app: Hono) => app.get("/", () => { throw "boom"; })],
-    ["an onError that rethrows", (app: Hono) => { app.get("/", () => { throw new Error("boom"); }); app.onError((error) => { throw error; }); }],
+    ["a thrown non-Error", (app: Hono) =>
+      app.get("/", () => {
+        throw "boom";
+      })],
+    ["an onError that rethrows", (app: Hono) => {
+      app.get("/", () => {
+        throw new Error("boom");
+      });
+      app.onError((error) => {
+        throw error;
+      });
+    }],
   ])("%s is refunded under skipFailedRequests", async (_name, route) => {
     const limiter = createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }), clock });
     const app = new Hono();
-    app.use(honoRateLimit({ limiter, skipFailedRequests: true, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+    app.use(
+      honoRateLimit({ limiter, skipFailedRequests: true, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }),
+    );
     route(app);
     for (let i = 0; i < 3; i++) await expect(Promise.resolve(app.request("/"))).rejects.toBeDefined();
     expect((await limiter.peek("127.0.0.1")).remaining).toBe(2);
@@ -362,12 +460,22 @@ describe("hono: an error that escapes the app is a failed request", () => {
 describe("fetch wrapper: a streamed body settles when it is sent, not when the handler returns", () => {
   const chunks = (n: number) => {
     let sent = 0;
-    return new ReadableStream<Uint8Array>({ pull(c) { if (sent++ < n) c.enqueue(new TextEncoder().encode("x")); else c.close(); } });
+    return new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ < n) c.enqueue(new TextEncoder().encode("x"));
+        else c.close();
+      },
+    });
   };
 
   it("a client that goes away mid-body is refunded under skipFailedRequests", async () => {
     const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), clock });
-    const handler = withRateLimit(() => new Response(chunks(100)), { limiter, skipFailedRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
+    const handler = withRateLimit(() => new Response(chunks(100)), {
+      limiter,
+      skipFailedRequests: true,
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
     const response = await handler(new Request("http://localhost/"));
     const reader = response.body!.getReader();
     await reader.read();
@@ -378,7 +486,12 @@ describe("fetch wrapper: a streamed body settles when it is sent, not when the h
 
   it("a body sent to the end is settled with its status, once", async () => {
     const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), clock });
-    const handler = withRateLimit(() => new Response(chunks(3)), { limiter, skipSuccessfulRequests: true, getClientIp: () => "127.0.0.1", warnings: false });
+    const handler = withRateLimit(() => new Response(chunks(3)), {
+      limiter,
+      skipSuccessfulRequests: true,
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
     for (let i = 0; i < 3; i++) {
       const response = await handler(new Request("http://localhost/"));
       expect(response.status).toBe(200);
@@ -389,9 +502,13 @@ describe("fetch wrapper: a streamed body settles when it is sent, not when the h
 });
 
 describe("hono: a streamed body settles when it is sent, not when the handler returns", () => {
-  const slowBody = () => new ReadableStream<Uint8Array>({
-    async pull(c) { await new Promise((r) => setTimeout(r, 5)); c.enqueue(new TextEncoder().encode("x".repeat(100))); },
-  });
+  const slowBody = () =>
+    new ReadableStream<Uint8Array>({
+      async pull(c) {
+        await new Promise((r) => setTimeout(r, 5));
+        c.enqueue(new TextEncoder().encode("x".repeat(100)));
+      },
+    });
   const build = (limiter: ReturnType<typeof createRateLimiter>, options: { getConnInfo?: () => { remote: { address: string } } } = {}) => {
     const app = new Hono();
     app.use(honoRateLimit({ limiter, skipFailedRequests: true, warnings: false, ...options }));
@@ -427,10 +544,12 @@ describe("hono: a streamed body settles when it is sent, not when the handler re
 describe("fetch wrapper: a HEAD response has no body to send, so it settles with its status at once", () => {
   // Bun.serve (1.4.5) cancels the body stream of a response to HEAD instead of reading it:
   // that is not a client going away.
-  it.each([
-    ["skipSuccessfulRequests", { skipSuccessfulRequests: true }, 1],
-    ["skipFailedRequests", { skipFailedRequests: true }, 0],
-  ] as const)("%s: a 200 to HEAD whose body the runtime cancels counts as a 200", async (_name, option, remaining) => {
+  it.each(
+    [
+      ["skipSuccessfulRequests", { skipSuccessfulRequests: true }, 1],
+      ["skipFailedRequests", { skipFailedRequests: true }, 0],
+    ] as const,
+  )("%s: a 200 to HEAD whose body the runtime cancels counts as a 200", async (_name, option, remaining) => {
     const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }), clock });
     const handler = withRateLimit(() => new Response("hello"), { limiter, ...option, getClientIp: () => "127.0.0.1", warnings: false });
     const response = await handler(new Request("http://localhost/", { method: "HEAD" }));
@@ -458,12 +577,17 @@ describe("nested limiters, and a handler's own rate-limit header: the innermost 
     ["express", async (own) => {
       const app = express();
       app.use(expressRateLimit(outer()), expressRateLimit(inner()));
-      app.get("/", (_req, res) => { res.set(own).send("x"); });
+      app.get("/", (_req, res) => {
+        res.set(own).send("x");
+      });
       return fetch(await listen(createServer(app)));
     }],
     ["koa", async (own) => {
       const app = new Koa();
-      app.use(koaRateLimit(outer())).use(koaRateLimit(inner())).use((ctx) => { ctx.set(own); ctx.body = "x"; });
+      app.use(koaRateLimit(outer())).use(koaRateLimit(inner())).use((ctx) => {
+        ctx.set(own);
+        ctx.body = "x";
+      });
       return fetch(await listen(createServer(app.callback())));
     }],
     ["fetch wrapper", async (own) => {

@@ -1,6 +1,6 @@
 // Each example runs as its own process (tsx, sources resolved through tsconfig paths) on a free
 // port; the test reads the address it prints, sends requests, and expects a 429 to appear.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
@@ -10,11 +10,18 @@ afterEach(() => {
   for (const child of children.splice(0)) child.kill("SIGTERM");
 });
 
-async function start(example: string, runtime: string[] = [`${root}node_modules/.bin/tsx`]): Promise<{ base: string; output: () => string }> {
+async function start(
+  example: string,
+  runtime: string[] = [`${root}node_modules/.bin/tsx`],
+): Promise<{ base: string; output: () => string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0" };
   delete env.UPSTASH_REDIS_REST_URL;
   delete env.UPSTASH_REDIS_REST_TOKEN;
-  const child = spawn(runtime[0]!, [...runtime.slice(1), `examples/${example}/server.ts`], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(runtime[0]!, [...runtime.slice(1), `examples/${example}/server.ts`], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(child);
   let output = "";
   const base = await new Promise<string>((resolve, reject) => {
@@ -24,7 +31,9 @@ async function start(example: string, runtime: string[] = [`${root}node_modules/
       if (match) resolve(match[1]!);
     };
     child.stdout!.on("data", onData);
-    child.stderr!.on("data", (chunk: Buffer) => { output += chunk.toString(); });
+    child.stderr!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
     child.once("exit", (code) => reject(new Error(`${example} exited with ${code}:\n${output}`)));
   });
   return { base, output: () => output };

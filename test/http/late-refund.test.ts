@@ -1,6 +1,6 @@
 // skipFailedRequests / skipSuccessfulRequests refund into what the request was charged in, even
 // when the response ends after the window it was charged in.
-import { fixedWindow, slidingLog, withRateLimit, type Policy } from "@floodgate/core";
+import { fixedWindow, type Policy, slidingLog, withRateLimit } from "@floodgate/core";
 import { describe, expect, it } from "vitest";
 import { T0 } from "./support.ts";
 

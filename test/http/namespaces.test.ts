@@ -2,14 +2,14 @@
 // and keys long enough to be shortened, each count on their own, through real Express apps.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createRateLimiter, fixedWindow, FloodgateError, memoryStore, redisStore, tokenBucket, type RateLimitStore } from "@floodgate/core";
+import { createRateLimiter, fixedWindow, FloodgateError, memoryStore, type RateLimitStore, redisStore, tokenBucket } from "@floodgate/core";
 import { rateLimit } from "@floodgate/express";
 import express, { type RequestHandler } from "express";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fitKey } from "../../packages/core/src/http/rate-limit.ts";
 import { policyFingerprint } from "../../packages/core/src/http/namespace.ts";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { T0 } from "./support.ts";
 
 const clock = (): number => T0;
@@ -17,14 +17,23 @@ const perMinute = (limit: number) => fixedWindow({ limit, window: "1m" });
 
 const servers: Server[] = [];
 afterEach(async () => {
-  for (const s of servers.splice(0)) await new Promise((resolve) => { s.closeAllConnections(); s.close(resolve); });
+  for (const s of servers.splice(0)) {
+    await new Promise((resolve) => {
+      s.closeAllConnections();
+      s.close(resolve);
+    });
+  }
 });
 
 /** One Express app with each middleware mounted on its own path, answering 200. */
-async function serveApp(mounts: Record<string, RequestHandler>): Promise<(path: string, headers?: Record<string, string>) => Promise<number>> {
+async function serveApp(
+  mounts: Record<string, RequestHandler>,
+): Promise<(path: string, headers?: Record<string, string>) => Promise<number>> {
   const app = express();
   for (const [path, middleware] of Object.entries(mounts)) app.use(path, middleware);
-  app.use((_req, res) => { res.send("ok"); });
+  app.use((_req, res) => {
+    res.send("ok");
+  });
   const server = createServer(app);
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -43,7 +52,11 @@ async function statuses(send: (path: string) => Promise<number>, n: number, path
 }
 
 describe.each([
-  ["memory", () => Promise.resolve({ store: memoryStore() as RateLimitStore, second: undefined as RateLimitStore | undefined, close: async () => {} })],
+  [
+    "memory",
+    () =>
+      Promise.resolve({ store: memoryStore() as RateLimitStore, second: undefined as RateLimitStore | undefined, close: async () => {} }),
+  ],
   ["redis", async () => {
     const redis = await startRedis();
     const clients = [new IORedis(redis.port, redis.host), new IORedis(redis.port, redis.host)];
@@ -51,13 +64,20 @@ describe.each([
       store: redisStore({ client: clients[0]!, clock: "local" }) as RateLimitStore,
       // Another connection and store object: what a second process has.
       second: redisStore({ client: clients[1]!, clock: "local" }) as RateLimitStore | undefined,
-      close: async () => { for (const c of clients) c.disconnect(); await redis.stop(); },
+      close: async () => {
+        for (const c of clients) c.disconnect();
+        await redis.stop();
+      },
     };
   }],
 ])("two middlewares on one %s store", (_name, open) => {
   let setup: Awaited<ReturnType<typeof open>>;
-  beforeAll(async () => { setup = await open(); });
-  afterAll(async () => { await setup?.close(); });
+  beforeAll(async () => {
+    setup = await open();
+  });
+  afterAll(async () => {
+    await setup?.close();
+  });
 
   it("count apart when their policies differ, with no prefix given", async () => {
     const { store } = setup;
@@ -108,7 +128,10 @@ describe.each([
     expect((error as FloodgateError).message).toMatch(/namespace "mine:" of this store already counts other policies/);
     // A limiter shared by two middlewares is one identity.
     const limiter = createRateLimiter({ policy: perMinute(3), store, prefix: "shared:" });
-    expect(() => { rateLimit({ limiter, warnings: false }); rateLimit({ limiter, warnings: false }); }).not.toThrow();
+    expect(() => {
+      rateLimit({ limiter, warnings: false });
+      rateLimit({ limiter, warnings: false });
+    }).not.toThrow();
   });
 });
 
@@ -137,7 +160,9 @@ describe("namespace keys in Redis", () => {
     await send("/ruled/x");
     const fp = policyFingerprint([policy]);
     expect(fp).toMatch(/^[0-9a-z]{6}$/);
-    expect((await client.keys("*")).sort()).toEqual([`app1:{127.0.0.1}`, `fg:${fp}:{127.0.0.1}`, `fg:GET /ruled/x:${fp}:{127.0.0.1}`].sort());
+    expect((await client.keys("*")).sort()).toEqual(
+      [`app1:{127.0.0.1}`, `fg:${fp}:{127.0.0.1}`, `fg:GET /ruled/x:${fp}:{127.0.0.1}`].sort(),
+    );
   });
 });
 
@@ -161,7 +186,9 @@ describe("long keys", () => {
     expect(a).not.toBe(b);
     expect(oldForm(a)).toBe(oldForm(b));
     const store = memoryStore();
-    const send = await serveApp({ "/": rateLimit({ policy: perMinute(1), store, clock, key: (req) => req.header("x-key"), warnings: false }) });
+    const send = await serveApp({
+      "/": rateLimit({ policy: perMinute(1), store, clock, key: (req) => req.header("x-key"), warnings: false }),
+    });
     expect(await send("/", { "x-key": a })).toBe(200);
     expect(await send("/", { "x-key": a })).toBe(429);
     expect(await send("/", { "x-key": b })).toBe(200);

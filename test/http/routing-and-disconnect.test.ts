@@ -1,7 +1,7 @@
 // Rules match paths as the framework routes them (case), and a client that disconnected before the
 // middleware ran neither reaches the handler nor spends the quota address-less requests share.
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import { connect, type AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { createRateLimiter, fixedWindow, memoryStore, type RateLimiter } from "@floodgate/core";
 import { rateLimit as expressRateLimit } from "@floodgate/express";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
@@ -18,7 +18,12 @@ import { T0 } from "./support.ts";
 const clock = (): number => T0;
 const servers: Server[] = [];
 afterEach(async () => {
-  for (const s of servers.splice(0)) await new Promise((resolve) => { s.closeAllConnections(); s.close(resolve); });
+  for (const s of servers.splice(0)) {
+    await new Promise((resolve) => {
+      s.closeAllConnections();
+      s.close(resolve);
+    });
+  }
 });
 
 async function listen(server: Server): Promise<string> {
@@ -44,7 +49,9 @@ describe("rule paths follow the framework's case sensitivity", () => {
       it("by default, as the app routes: /API/LOGIN reaches the login handler and is counted by its rule", async () => {
         const app = make();
         app.use(expressRateLimit({ rules: loginRules(), clock, warnings: false }));
-        app.post("/api/login", (_req, res) => { res.send("login"); });
+        app.post("/api/login", (_req, res) => {
+          res.send("login");
+        });
         const base = await listen(createServer(app));
         const replies = [await post(base, "/api/login"), await post(base, "/API/LOGIN"), await post(base, "/Api/Login")];
         expect(replies.map((r) => r.status)).toEqual([200, 200, 429]);
@@ -53,9 +60,14 @@ describe("rule paths follow the framework's case sensitivity", () => {
       it("caseSensitive: true over the app's case-insensitive routing is rejected, never a bypass", async () => {
         const app = make();
         app.use(expressRateLimit({ rules: loginRules(), clock, caseSensitive: true, warnings: false }));
-        app.post("/api/login", (_req, res) => { res.send("login"); });
+        app.post("/api/login", (_req, res) => {
+          res.send("login");
+        });
         const errors: unknown[] = [];
-        app.use((error: unknown, _req: unknown, res: express.Response, _next: unknown) => { errors.push(error); res.status(500).send("error"); });
+        app.use((error: unknown, _req: unknown, res: express.Response, _next: unknown) => {
+          errors.push(error);
+          res.status(500).send("error");
+        });
         const base = await listen(createServer(app));
         expect((await post(base, "/API/LOGIN")).status).toBe(500);
         expect(String(errors[0])).toMatch(/`caseSensitive` is true, but the framework routes paths case-insensitively/);
@@ -66,7 +78,9 @@ describe("rule paths follow the framework's case sensitivity", () => {
         const app = make();
         app.set("case sensitive routing", true);
         app.use(expressRateLimit({ rules: loginRules(), clock, warnings: false }));
-        app.post("/api/login", (_req, res) => { res.send("login"); });
+        app.post("/api/login", (_req, res) => {
+          res.send("login");
+        });
         const base = await listen(createServer(app));
         const other = await post(base, "/API/LOGIN");
         expect(other.status).toBe(404);
@@ -76,7 +90,9 @@ describe("rule paths follow the framework's case sensitivity", () => {
         const strict = make();
         strict.set("case sensitive routing", true);
         strict.use(expressRateLimit({ rules: loginRules(), clock, caseSensitive: true, warnings: false }));
-        strict.post("/api/login", (_req, res) => { res.send("login"); });
+        strict.post("/api/login", (_req, res) => {
+          res.send("login");
+        });
         expect((await post(await listen(createServer(strict)), "/api/login")).status).toBe(200);
       });
     });
@@ -87,7 +103,9 @@ describe("rule paths follow the framework's case sensitivity", () => {
       const app = new Koa();
       app.use(koaRateLimit({ rules: loginRules(), clock, caseSensitive, warnings: false }));
       const router = new Router(sensitive === undefined ? {} : { sensitive });
-      router.post("/api/login", (ctx) => { ctx.body = "login"; });
+      router.post("/api/login", (ctx) => {
+        ctx.body = "login";
+      });
       app.use(router.routes());
       app.silent = true;
       return app;
@@ -95,7 +113,8 @@ describe("rule paths follow the framework's case sensitivity", () => {
 
     it("by default, as the router routes (case-insensitively unless built with sensitive: true)", async () => {
       const base = await listen(createServer(build(undefined, undefined).callback()));
-      expect([(await post(base, "/api/login")).status, (await post(base, "/API/LOGIN")).status, (await post(base, "/Api/Login")).status]).toEqual([200, 200, 429]);
+      expect([(await post(base, "/api/login")).status, (await post(base, "/API/LOGIN")).status, (await post(base, "/Api/Login")).status])
+        .toEqual([200, 200, 429]);
       const sensitive = await listen(createServer(build(true, undefined).callback()));
       const other = await post(sensitive, "/API/LOGIN");
       expect(other.status).toBe(404);
@@ -117,7 +136,15 @@ describe("rule paths follow the framework's case sensitivity", () => {
     const send = async (path: string) => (await app.request(path, { method: "POST" })).status;
     expect([await send("/api/login"), await send("/API/LOGIN"), await send("/api/login")]).toEqual([200, 404, 429]);
     const strict = new Hono();
-    strict.use(honoRateLimit({ rules: loginRules(), clock, caseSensitive: true, getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), warnings: false }));
+    strict.use(
+      honoRateLimit({
+        rules: loginRules(),
+        clock,
+        caseSensitive: true,
+        getConnInfo: () => ({ remote: { address: "127.0.0.1" } }),
+        warnings: false,
+      }),
+    );
     strict.post("/api/login", (c) => c.text("login"));
     expect([await (await strict.request("/API/LOGIN", { method: "POST" })).status]).toEqual([404]);
     expect((await strict.request("/api/login", { method: "POST" })).headers.get("ratelimit-policy")).toMatch(/^"login"/);
@@ -134,7 +161,11 @@ function arrivals() {
       waiting?.();
     },
     async next(target: number): Promise<void> {
-      while (count < target) await new Promise<void>((resolve) => { waiting = resolve; });
+      while (count < target) {
+        await new Promise<void>((resolve) => {
+          waiting = resolve;
+        });
+      }
     },
   };
 }
@@ -167,7 +198,13 @@ describe("a client that disconnects while earlier middleware runs", () => {
   const untouched = async (limiter: RateLimiter) => expect((await limiter.peek("unknown")).remaining).toBe(3);
 
   /** Fires `n` requests that disconnect early, then waits for the server to have handled them all. */
-  async function fire(base: string, seen: ReturnType<typeof arrivals>, reached: () => number, handled: () => number, n: number): Promise<void> {
+  async function fire(
+    base: string,
+    seen: ReturnType<typeof arrivals>,
+    reached: () => number,
+    handled: () => number,
+    n: number,
+  ): Promise<void> {
     for (let i = 1; i <= n; i++) await fireAndDisconnect(base, "/work", seen, i);
     const deadline = Date.now() + 5000;
     while (handled() < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -181,9 +218,16 @@ describe("a client that disconnects while earlier middleware runs", () => {
     let reached = 0;
     let handled = 0;
     const app = express();
-    app.use(async (req, _res, next) => { await untilClosed(req, seen); next(); setImmediate(() => handled++); });
+    app.use(async (req, _res, next) => {
+      await untilClosed(req, seen);
+      next();
+      setImmediate(() => handled++);
+    });
     app.use(expressRateLimit({ limiter, warnings: false }));
-    app.get("/work", (_req, res) => { reached++; res.send("done"); });
+    app.get("/work", (_req, res) => {
+      reached++;
+      res.send("done");
+    });
     const base = await listen(createServer(app));
     await fire(base, seen, () => reached, () => handled, 5);
     await untouched(limiter);
@@ -199,9 +243,16 @@ describe("a client that disconnects while earlier middleware runs", () => {
     let handled = 0;
     const app = new Koa();
     app.silent = true; // Koa logs the reset connection's ECONNRESET
-    app.use(async (ctx, next) => { await untilClosed(ctx.req, seen); await next(); handled++; });
+    app.use(async (ctx, next) => {
+      await untilClosed(ctx.req, seen);
+      await next();
+      handled++;
+    });
     app.use(koaRateLimit({ limiter, warnings: false }));
-    app.use((ctx) => { reached++; ctx.body = "done"; });
+    app.use((ctx) => {
+      reached++;
+      ctx.body = "done";
+    });
     const base = await listen(createServer(app.callback()));
     await fire(base, seen, () => reached, () => handled, 5);
     await untouched(limiter);
@@ -224,7 +275,10 @@ describe("a client that disconnects while earlier middleware runs", () => {
       }
     });
     app.use(honoRateLimit({ limiter, warnings: false }));
-    app.get("/work", (c) => { reached++; return c.text("done"); });
+    app.get("/work", (c) => {
+      reached++;
+      return c.text("done");
+    });
     const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
     await new Promise<void>((resolve) => (server.listening ? resolve() : server.once("listening", resolve)));
     const base = await listen(server);

@@ -1,10 +1,10 @@
 // ONE scenario table, run against the four real integrations: Hono (app.request), Express and
 // Koa (listening on 127.0.0.1, port 0) and the fetch wrapper (real Request objects). Time is
 // injected; nothing sleeps to wait for a window.
-import { fixedWindow, tokenBucket, type HttpRateLimitOptions } from "@floodgate/core";
+import { fixedWindow, type HttpRateLimitOptions, tokenBucket } from "@floodgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { createEnv, draftHeaders, flakyStore, hasRateLimitHeaders, ietfHeaders, legacyHeaders, T0, type Env } from "./support.ts";
-import { TARGETS, type App } from "./targets.ts";
+import { createEnv, draftHeaders, type Env, flakyStore, hasRateLimitHeaders, ietfHeaders, legacyHeaders, T0 } from "./support.ts";
+import { type App, TARGETS } from "./targets.ts";
 
 interface Scenario {
   name: string;
@@ -13,8 +13,9 @@ interface Scenario {
 }
 
 const perMinute = (limit: number, name?: string) => fixedWindow({ limit, window: "1m", ...(name === undefined ? {} : { name }) });
-const DEFAULT_BODY = (retryAfter: number) =>
-  ({ error: { code: "RATE_LIMITED", message: "Too many requests. Please retry after the Retry-After period.", retryAfter } });
+const DEFAULT_BODY = (retryAfter: number) => ({
+  error: { code: "RATE_LIMITED", message: "Too many requests. Please retry after the Retry-After period.", retryAfter },
+});
 const xff = (value: string) => ({ headers: { "x-forwarded-for": value } });
 
 /** Options every scenario gets: the injected clock, the recording logger and the hooks. */
@@ -22,8 +23,12 @@ const base = (env: Env): HttpRateLimitOptions<any> => ({
   clock: env.clock,
   logger: env.logger,
   warnings: { limiterPerRequest: false },
-  onDecision: (info) => { env.decisions.push(info); },
-  onLimited: (info) => { env.limited.push(info); },
+  onDecision: (info) => {
+    env.decisions.push(info);
+  },
+  onLimited: (info) => {
+    env.limited.push(info);
+  },
 });
 
 async function sendMany(app: App, n: number, path: string, options?: Parameters<App["send"]>[1]): Promise<number[]> {
@@ -122,7 +127,10 @@ const SCENARIOS: Scenario[] = [
       expect((await app.send("/api/a")).status).toBe(200);
       expect((await app.send("/api/b")).status).toBe(200);
       expect((await app.send("/api/a")).status).toBe(429);
-      expect(env.decisions.map((d) => [d.rule, d.key])).toEqual([["GET /api/a", "user-1"], ["GET /api/b", "user-1"], ["GET /api/a", "user-1"]]);
+      expect(env.decisions.map((d) => [d.rule, d.key])).toEqual([["GET /api/a", "user-1"], ["GET /api/b", "user-1"], [
+        "GET /api/a",
+        "user-1",
+      ]]);
       expect((await app.send("/api/c")).status).toBe(200); // no rule, no default: not limited
     },
   },
@@ -195,7 +203,10 @@ const SCENARIOS: Scenario[] = [
       expect(await sendMany(app, 3, "/api/x", xff("10.1.2.3"))).toEqual([200, 200, 200]);
       expect(await sendMany(app, 2, "/api/x", xff("2001:db8:ff::1"))).toEqual([200, 200]);
       expect(await sendMany(app, 2, "/api/x", xff("::ffff:198.51.100.20"))).toEqual([200, 200]);
-      expect(await sendMany(app, 2, "/api/x", { headers: { "x-api-key": "vip-key", "x-forwarded-for": "203.0.113.1" } })).toEqual([200, 200]);
+      expect(await sendMany(app, 2, "/api/x", { headers: { "x-api-key": "vip-key", "x-forwarded-for": "203.0.113.1" } })).toEqual([
+        200,
+        200,
+      ]);
       expect(hasRateLimitHeaders((await app.send("/api/x", xff("10.9.9.9"))).headers)).toBe(false);
       expect(await sendMany(app, 2, "/api/x", xff("203.0.113.9"))).toEqual([200, 429]);
     },
@@ -263,7 +274,13 @@ const SCENARIOS: Scenario[] = [
       expect((await app.send("/api/x", xff("2001:db8:1:3::1"))).status).toBe(200);
       await app.send("/api/x", xff("::ffff:198.51.100.1"));
       await app.send("/api/x", xff("fe80::1%eth0"));
-      expect(env.decisions.map((d) => d.key)).toEqual(["2001:db8:1:2::/64", "2001:db8:1:2::/64", "2001:db8:1:3::/64", "198.51.100.1", "fe80::/64"]);
+      expect(env.decisions.map((d) => d.key)).toEqual([
+        "2001:db8:1:2::/64",
+        "2001:db8:1:2::/64",
+        "2001:db8:1:3::/64",
+        "198.51.100.1",
+        "fe80::/64",
+      ]);
     },
   },
   {
@@ -292,8 +309,15 @@ const SCENARIOS: Scenario[] = [
       // IPv6's own loopback is not the IPv4 address 0.0.0.1: it stays IPv6, grouped by /64.
       expect((await app.send("/api/x", xff("::1"))).status).toBe(200);
       expect(env.decisions.map((d) => d.key)).toEqual([
-        "198.51.100.1", "198.51.100.2", "198.51.100.1", "198.51.100.2",
-        "198.51.100.3", "198.51.100.3", "198.51.100.4", "198.51.100.4", "::/64",
+        "198.51.100.1",
+        "198.51.100.2",
+        "198.51.100.1",
+        "198.51.100.2",
+        "198.51.100.3",
+        "198.51.100.3",
+        "198.51.100.4",
+        "198.51.100.4",
+        "::/64",
       ]);
     },
   },
@@ -319,7 +343,7 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: "trustProxy \"cloudflare\": a peer outside Cloudflare's ranges is the client, whatever CF-Connecting-IP it sends; warned once",
+    name: 'trustProxy "cloudflare": a peer outside Cloudflare\'s ranges is the client, whatever CF-Connecting-IP it sends; warned once',
     options: () => ({ policy: perMinute(2), trustProxy: "cloudflare" }),
     async run(app, env) {
       const statuses: number[] = [];
@@ -358,7 +382,13 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: "store failure, fallback (default): a local limiter with the same policies",
-    options: (env) => ({ store: flakyStore("throw"), policy: perMinute(2), onStoreError: (error) => { env.storeErrors.push(error); } }),
+    options: (env) => ({
+      store: flakyStore("throw"),
+      policy: perMinute(2),
+      onStoreError: (error) => {
+        env.storeErrors.push(error);
+      },
+    }),
     async run(app, env) {
       expect(await sendMany(app, 3, "/api/x")).toEqual([200, 200, 429]);
       expect(env.decisions.map((d) => d.source)).toEqual(["fallback", "fallback", "fallback"]);
@@ -392,7 +422,10 @@ const SCENARIOS: Scenario[] = [
       store: flakyStore("hang"),
       policy: perMinute(5),
       timeoutMs: 30,
-      onStoreError: (error) => { env.storeErrors.push(error); return "allow"; },
+      onStoreError: (error) => {
+        env.storeErrors.push(error);
+        return "allow";
+      },
     }),
     async run(app, env) {
       expect((await app.send("/api/x")).status).toBe(200);
@@ -425,12 +458,27 @@ const SCENARIOS: Scenario[] = [
       await sendMany(app, 3, "/api/x");
       expect(env.decisions.map((d) => d.allowed)).toEqual([true, false, false]);
       expect(env.limited).toHaveLength(2);
-      expect(env.limited[0]).toMatchObject({ allowed: false, limit: 1, remaining: 0, key: "127.0.0.1", rule: "default", cost: 1, source: "store", policy: "1-per-1m" });
+      expect(env.limited[0]).toMatchObject({
+        allowed: false,
+        limit: 1,
+        remaining: 0,
+        key: "127.0.0.1",
+        rule: "default",
+        cost: 1,
+        source: "store",
+        policy: "1-per-1m",
+      });
     },
   },
   {
     name: "a hook that throws does not break the request",
-    options: (env) => ({ ...base(env), policy: perMinute(1), onDecision: () => { throw new Error("metrics down"); } }),
+    options: (env) => ({
+      ...base(env),
+      policy: perMinute(1),
+      onDecision: () => {
+        throw new Error("metrics down");
+      },
+    }),
     async run(app, env) {
       expect(await sendMany(app, 2, "/api/x")).toEqual([200, 429]);
       expect(env.logs.some((l) => l.includes("metrics down"))).toBe(true);
@@ -492,7 +540,13 @@ const SCENARIOS: Scenario[] = [
       const reply = await app.send("/api/x");
       expect(reply.status).toBe(503);
       expect(reply.headers.get("content-type")).toBe("application/problem+json");
-      expect(JSON.parse(reply.body)).toEqual({ type: "about:blank", title: "Too Many Requests", status: 503, detail: "Slow down.", retryAfter: 60 });
+      expect(JSON.parse(reply.body)).toEqual({
+        type: "about:blank",
+        title: "Too Many Requests",
+        status: 503,
+        detail: "Slow down.",
+        retryAfter: 60,
+      });
     },
   },
   {
@@ -541,7 +595,12 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: "a handler that throws fails that request only, and the denial still reaches onDecision and onLimited",
-    options: () => ({ policy: perMinute(1), handler: () => { throw new Error("template missing"); } }),
+    options: () => ({
+      policy: perMinute(1),
+      handler: () => {
+        throw new Error("template missing");
+      },
+    }),
     async run(app, env) {
       expect((await app.send("/api/x")).status).toBe(200);
       // The fetch wrapper rejects (the runtime answers 500); the frameworks answer 500 themselves.

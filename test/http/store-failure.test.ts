@@ -19,7 +19,11 @@ function controlledStore() {
     consume(...args: Parameters<RateLimitStore["consume"]>) {
       store.calls++;
       if (store.mode === "throw") return Promise.reject(new Error("down"));
-      if (store.mode === "hang") return new Promise<never>((_, reject) => { hanging.push(reject); });
+      if (store.mode === "hang") {
+        return new Promise<never>((_, reject) => {
+          hanging.push(reject);
+        });
+      }
       return Promise.resolve(inner.consume(...args));
     },
     peek: (...args: Parameters<RateLimitStore["peek"]>) => inner.peek(...args),
@@ -35,7 +39,14 @@ describe("circuit breaker", () => {
     const store = controlledStore();
     store.mode = "throw";
     const http = createHttpRateLimiter(
-      { store, policy: perMinute(5), onStoreError: "allow", circuitBreaker: { failures: 2, cooldownMs: 1000 }, clock: () => now, warnings: false },
+      {
+        store,
+        policy: perMinute(5),
+        onStoreError: "allow",
+        circuitBreaker: { failures: 2, cooldownMs: 1000 },
+        clock: () => now,
+        warnings: false,
+      },
       ACCESS,
     );
     await http.decideRequest({}, "192.0.2.1");
@@ -70,7 +81,9 @@ describe("circuit breaker", () => {
 /** Collects the unhandled rejections that happen while `run` (and a few timer turns after it) runs. */
 async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
   const seen: unknown[] = [];
-  const listener = (reason: unknown) => { seen.push(reason); };
+  const listener = (reason: unknown) => {
+    seen.push(reason);
+  };
   process.on("unhandledRejection", listener);
   try {
     await run();
@@ -88,9 +101,23 @@ describe("a store that rejects with a value that is not an Error", () => {
   it.each([["a string", () => "down"], ["undefined", () => undefined], ["an object without a prototype", odd]])(
     "%s: the store-error policy decides, the request does not fail",
     async (_name, value) => {
-      const store: RateLimitStore = { name: "odd", consume: () => Promise.reject(value()), peek: async () => [], refund: async () => {}, reset: async () => {} };
+      const store: RateLimitStore = {
+        name: "odd",
+        consume: () => Promise.reject(value()),
+        peek: async () => [],
+        refund: async () => {},
+        reset: async () => {},
+      };
       const errors: string[] = [];
-      const http = createHttpRateLimiter({ store, policy: perMinute(5), onStoreError: (error) => { errors.push(error.code); return "allow"; }, warnings: false }, ACCESS);
+      const http = createHttpRateLimiter({
+        store,
+        policy: perMinute(5),
+        onStoreError: (error) => {
+          errors.push(error.code);
+          return "allow";
+        },
+        warnings: false,
+      }, ACCESS);
       expect((await http.decideRequest({}, "192.0.2.1"))?.info.source).toBe("allow");
       expect(errors).toEqual(["STORE_ERROR"]);
     },
@@ -107,7 +134,15 @@ describe("a store that rejects with a value that is not an Error", () => {
     };
     const errors: string[] = [];
     const http = createHttpRateLimiter(
-      { store, policy: perMinute(5), skipFailedRequests: true, onStoreError: (error) => { errors.push(error.code); }, warnings: false },
+      {
+        store,
+        policy: perMinute(5),
+        skipFailedRequests: true,
+        onStoreError: (error) => {
+          errors.push(error.code);
+        },
+        warnings: false,
+      },
       ACCESS,
     );
     const unhandled = await unhandledDuring(async () => {
@@ -121,8 +156,16 @@ describe("a store that rejects with a value that is not an Error", () => {
 describe("hooks that fail", () => {
   it("async hooks that reject are logged like hooks that throw, never an unhandled rejection", async () => {
     const logs: string[] = [];
-    const rejecting = (name: string) => async () => { throw new Error(`${name} failed`); };
-    const store: RateLimitStore = { name: "down", consume: () => Promise.reject(new Error("down")), peek: async () => [], refund: async () => {}, reset: async () => {} };
+    const rejecting = (name: string) => async () => {
+      throw new Error(`${name} failed`);
+    };
+    const store: RateLimitStore = {
+      name: "down",
+      consume: () => Promise.reject(new Error("down")),
+      peek: async () => [],
+      refund: async () => {},
+      reset: async () => {},
+    };
     const http = createHttpRateLimiter(
       {
         store,
@@ -133,7 +176,11 @@ describe("hooks that fail", () => {
         onStoreError: rejecting("onStoreError") as never,
         onDecision: rejecting("onDecision"),
         onLimited: rejecting("onLimited"),
-        logger: { warn: (message) => { logs.push(message); } },
+        logger: {
+          warn: (message) => {
+            logs.push(message);
+          },
+        },
         warnings: false,
       },
       ACCESS,

@@ -21,7 +21,9 @@ export interface Env {
 export function createEnv(): Env {
   const env: Env = {
     now: T0,
-    advance: (ms) => { env.now += ms; },
+    advance: (ms) => {
+      env.now += ms;
+    },
     clock: () => env.now,
     logs: [],
     logger: { warn: (message) => env.logs.push(message) },
@@ -60,18 +62,27 @@ export function flakyStore(initial: FlakyMode): RateLimitStore & { mode: FlakyMo
 /** Legacy `X-RateLimit-*` headers, read by ratelimit-header-parser (reset as epoch seconds). */
 export function legacyHeaders(headers: Headers, reset: "unix" | "seconds" = "unix") {
   const only: Record<string, string> = {};
-  headers.forEach((value, name) => { if (name.startsWith("x-ratelimit-")) only[name] = value; });
+  headers.forEach((value, name) => {
+    if (name.startsWith("x-ratelimit-")) only[name] = value;
+  });
   return parseRateLimit(only, { reset });
 }
 
 /** draft-6 or draft-7 headers, read by ratelimit-header-parser. */
 export function draftHeaders(headers: Headers) {
   const only: Record<string, string> = {};
-  headers.forEach((value, name) => { if (name.startsWith("ratelimit")) only[name] = value; });
+  headers.forEach((value, name) => {
+    if (name.startsWith("ratelimit")) only[name] = value;
+  });
   return parseRateLimit(only, { reset: "seconds" });
 }
 
-export interface IetfPolicy { q: number; w: number; r: number; t: number }
+export interface IetfPolicy {
+  q: number;
+  w: number;
+  r: number;
+  t: number;
+}
 
 /** Current-draft `RateLimit-Policy` + `RateLimit`, read as RFC 9651 lists by structured-headers. */
 export function ietfHeaders(headers: Headers): Record<string, IetfPolicy> {
@@ -90,6 +101,16 @@ export function ietfHeaders(headers: Headers): Record<string, IetfPolicy> {
   return out;
 }
 
-export const RATE_LIMIT_HEADERS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit", "ratelimit-policy", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "retry-after"];
+export const RATE_LIMIT_HEADERS = [
+  "x-ratelimit-limit",
+  "x-ratelimit-remaining",
+  "x-ratelimit-reset",
+  "ratelimit",
+  "ratelimit-policy",
+  "ratelimit-limit",
+  "ratelimit-remaining",
+  "ratelimit-reset",
+  "retry-after",
+];
 
 export const hasRateLimitHeaders = (headers: Headers): boolean => RATE_LIMIT_HEADERS.some((h) => headers.has(h));

@@ -2,7 +2,7 @@
 // /api paths and answers with the status asked for in `x-test-status` (default 200).
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
-import { withRateLimit, type HttpRateLimitOptions } from "@floodgate/core";
+import { type HttpRateLimitOptions, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
@@ -52,7 +52,11 @@ function overHttp(base: string, server: Server): App {
       });
       return { status: response.status, headers: response.headers, body: await response.text() };
     },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -91,7 +95,9 @@ export const expressTarget: Target = {
       res.status(statusOf(req.header("x-test-status"))).json({ rateLimit: (req as RateLimitedRequest).rateLimit ?? null });
     });
     app.use("/api/", expressRateLimit(options), router);
-    app.use((_req, res) => { res.send("outside"); });
+    app.use((_req, res) => {
+      res.send("outside");
+    });
     const server = createServer(app);
     return overHttp(await listen(server), server);
   },
@@ -108,7 +114,9 @@ export const express4Target: Target = {
       res.status(statusOf(req.header("x-test-status"))).json({ rateLimit: (req as RateLimitedRequest).rateLimit ?? null });
     });
     app.use("/api/", expressRateLimit(options), router);
-    app.use((_req, res) => { res.send("outside"); });
+    app.use((_req, res) => {
+      res.send("outside");
+    });
     const server = createServer(app);
     return overHttp(await listen(server), server);
   },
@@ -121,7 +129,10 @@ export const koa: Target = {
     const limiter = koaRateLimit(options);
     app.use(async (ctx, next) => (ctx.path.startsWith("/api/") ? limiter(ctx, next) : next()));
     app.use((ctx) => {
-      if (!ctx.path.startsWith("/api/")) { ctx.body = "outside"; return; }
+      if (!ctx.path.startsWith("/api/")) {
+        ctx.body = "outside";
+        return;
+      }
       ctx.status = statusOf(ctx.get("x-test-status") || undefined);
       ctx.body = { rateLimit: ctx.state.rateLimit ?? null };
     });

@@ -1,6 +1,13 @@
 // Unit tests of the HTTP layer's pure parts: addresses, ranges, grouping, proxy chains, rules,
 // option validation and warnings.
-import { fixedWindow, FloodgateError, TRUST_PROXY_RANGES, withRateLimit, type HttpRateLimitOptions, type RateLimitInfo } from "@floodgate/core";
+import {
+  fixedWindow,
+  FloodgateError,
+  type HttpRateLimitOptions,
+  type RateLimitInfo,
+  TRUST_PROXY_RANGES,
+  withRateLimit,
+} from "@floodgate/core";
 import { formatIp, groupIp, inRange, normalizeIp, parseForwarded, parseIp, parseRange, targetPath } from "@floodgate/core/http";
 import { compareSpecificity, compilePattern, matchesPattern, normalizePath } from "../../packages/core/src/http/rules.ts";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
@@ -53,16 +60,42 @@ describe("IP addresses", () => {
       if (m === null || m.slice(1).some((p) => (p.length > 1 && p[0] === "0") || +p > 255)) return undefined;
       return m.slice(1).map(Number).join(".");
     };
-    const part = fc.oneof(fc.integer({ min: 0, max: 999 }).map(String), fc.stringMatching(/^[0-9]{0,4}$/), fc.constantFrom("", "-1", "1a", " 1"));
-    fc.assert(fc.property(fc.array(part, { minLength: 1, maxLength: 6 }), (parts) => {
-      const text = parts.join(".");
-      const parsed = parseIp(text);
-      expect(parsed === undefined ? undefined : formatIp(parsed)).toBe(reference(text.trim()));
-    }), { numRuns: 2000 });
+    const part = fc.oneof(
+      fc.integer({ min: 0, max: 999 }).map(String),
+      fc.stringMatching(/^[0-9]{0,4}$/),
+      fc.constantFrom("", "-1", "1a", " 1"),
+    );
+    fc.assert(
+      fc.property(fc.array(part, { minLength: 1, maxLength: 6 }), (parts) => {
+        const text = parts.join(".");
+        const parsed = parseIp(text);
+        expect(parsed === undefined ? undefined : formatIp(parsed)).toBe(reference(text.trim()));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
-  it.each(["", "unknown", "1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "::1::2", "1:2:3:4:5:6:7:8:9", "12345::", "_hidden", "g::1", "1.2.3.4/24",
-    "1.2.3.4.", ".1.2.3", "1..2.3", "1.2.3.1000", "1.2.3.-1", "::ffff:01.2.3.4", "\uff11.2.3.4"])(
+  it.each([
+    "",
+    "unknown",
+    "1.2.3",
+    "1.2.3.256",
+    "01.2.3.4",
+    "1.2.3.4.5",
+    "::1::2",
+    "1:2:3:4:5:6:7:8:9",
+    "12345::",
+    "_hidden",
+    "g::1",
+    "1.2.3.4/24",
+    "1.2.3.4.",
+    ".1.2.3",
+    "1..2.3",
+    "1.2.3.1000",
+    "1.2.3.-1",
+    "::ffff:01.2.3.4",
+    "\uff11.2.3.4",
+  ])(
     "rejects %j",
     (input) => {
       expect(parseIp(input)).toBeUndefined();
@@ -73,18 +106,24 @@ describe("IP addresses", () => {
     const hex = (n: number) => `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
     const dotted = (n: number) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
     const forms = (n: number): string[] => [
-      `::ffff:${dotted(n)}`, `::ffff:${hex(n)}`,
-      `64:ff9b::${dotted(n)}`, `64:ff9b::${hex(n)}`,
-      `::ffff:0:${dotted(n)}`, `::ffff:0:${hex(n)}`,
+      `::ffff:${dotted(n)}`,
+      `::ffff:${hex(n)}`,
+      `64:ff9b::${dotted(n)}`,
+      `64:ff9b::${hex(n)}`,
+      `::ffff:0:${dotted(n)}`,
+      `::ffff:0:${hex(n)}`,
       // IPv4-compatible only from 0.1.0.0 up: below, `::x` is IPv6's own (`::`, `::1`).
       ...(n >= 65536 ? [`::${dotted(n)}`, `::${hex(n)}`] : []),
     ];
     const key = (text: string) => groupIp(parseIp(text)!, 64);
     const address = fc.integer({ min: 0, max: 2 ** 32 - 1 });
-    fc.assert(fc.property(address, address, (a, b) => {
-      for (const form of forms(a)) expect(key(form)).toBe(dotted(a));
-      if (a !== b) for (const x of forms(a)) for (const y of forms(b)) expect(key(x)).not.toBe(key(y));
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(address, address, (a, b) => {
+        for (const form of forms(a)) expect(key(form)).toBe(dotted(a));
+        if (a !== b) { for (const x of forms(a)) for (const y of forms(b)) expect(key(x)).not.toBe(key(y)); }
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it("groups IPv6 by prefix length, IPv4 as is", () => {
@@ -209,9 +248,15 @@ describe("option validation", () => {
   it.each([
     [{ policy, trustProxy: "cloudflar" }, /`trustProxy`: received "cloudflar"; expected false, true, a hop count.*"cloudflare"/],
     [{ policy, trustProxy: ["10.0.0.0/8", "nope"] }, /`trustProxy.1`: received "nope"/],
-    [{ policy, trustProxy: { preset: "cloudflare", ranges: ["173.245.48.0/20", "nope"] } }, /`trustProxy.ranges.1`: received "nope"; expected .*or \{ preset, ranges \} with one of those presets and a non-empty array of the proxies' IPs\/CIDR ranges\./],
+    [
+      { policy, trustProxy: { preset: "cloudflare", ranges: ["173.245.48.0/20", "nope"] } },
+      /`trustProxy.ranges.1`: received "nope"; expected .*or \{ preset, ranges \} with one of those presets and a non-empty array of the proxies' IPs\/CIDR ranges\./,
+    ],
     [{ policy, trustProxy: { preset: "cloudflare", ranges: ["10.0.0.0/33"] } }, /`trustProxy.ranges.0`: received "10.0.0.0\/33"/],
-    [{ policy, trustProxy: { preset: "cloudflare", ranges: [] } }, /`trustProxy.ranges`: received an array of 0; expected .*a non-empty array/],
+    [
+      { policy, trustProxy: { preset: "cloudflare", ranges: [] } },
+      /`trustProxy.ranges`: received an array of 0; expected .*a non-empty array/,
+    ],
     [{ policy, trustProxy: { preset: "cloudflare", ranges: "10.0.0.0/8" } }, /`trustProxy.ranges`: received "10.0.0.0\/8"/],
     [{ policy, trustProxy: { ranges: ["10.0.0.0/8"] } }, /`trustProxy.preset`: received undefined; expected .*"cloudflare"/],
     [{ policy, trustProxy: { preset: "cloudflar" } }, /`trustProxy.preset`: received "cloudflar"/],
@@ -224,15 +269,27 @@ describe("option validation", () => {
     [{ policy, ipv6Subnet: 129 }, /`ipv6Subnet`: received 129; expected a prefix length from 1 to 128/],
     [{ policy, trustProxyy: 1 }, /unknown option `trustProxyy` \(did you mean `trustProxy`\?\)/],
     [{ policy, rules: { "GET api": policy } }, /invalid rule "GET api"/],
-    [{ policy, rules: { "GET /users/{id}": policy } }, /`rules`: invalid rule "GET \/users\/\{id\}": segment "\{id\}" is invalid; expected "METHOD \/path" \(or "\/path" for any method\) where a segment is literal text \(without \*, :, \{ or \}\), ":name" or "\*"/],
+    [
+      { policy, rules: { "GET /users/{id}": policy } },
+      /`rules`: invalid rule "GET \/users\/\{id\}": segment "\{id\}" is invalid; expected "METHOD \/path" \(or "\/path" for any method\) where a segment is literal text \(without \*, :, \{ or \}\), ":name" or "\*"/,
+    ],
     [{ policy, rules: { "GET /a": { cost: 2 } } }, /`rules.GET \/a`/],
     [{ policy, warnings: { nope: false } }, /`warnings.nope`/],
-    [{ policy, warnings: { trustProxyTrue: "no" } }, /`warnings.trustProxyTrue`: received "no"; expected a boolean, or an object mapping warning codes \(forwardedHeaderIgnored/],
+    [
+      { policy, warnings: { trustProxyTrue: "no" } },
+      /`warnings.trustProxyTrue`: received "no"; expected a boolean, or an object mapping warning codes \(forwardedHeaderIgnored/,
+    ],
     [{ policy, headers: ["legacy", "x"] }, /`headers.1`: received "x"; expected true, false, or one or several of "legacy"/],
-    [{ policy, rules: { "GET /a": { policy, cost: -1 } } }, /`rules.GET \/a.cost`: received -1; expected an object mapping "METHOD \/path"/],
+    [
+      { policy, rules: { "GET /a": { policy, cost: -1 } } },
+      /`rules.GET \/a.cost`: received -1; expected an object mapping "METHOD \/path"/,
+    ],
     [{ policy, circuitBreaker: { fails: 1 } }, /`circuitBreaker.fails`: received 1; expected false or \{ failures\?/],
     // An address with a bad prefix length is a mistake, not a key (which would never match).
-    [{ policy, allowList: ["10.0.0.1", "1.2.3.4/33"] }, /`allowList.1`: received "1.2.3.4\/33"; expected an array of IP addresses, CIDR ranges or keys/],
+    [
+      { policy, allowList: ["10.0.0.1", "1.2.3.4/33"] },
+      /`allowList.1`: received "1.2.3.4\/33"; expected an array of IP addresses, CIDR ranges or keys/,
+    ],
     [{ policy, allowList: ["10.0.0.0/8x"] }, /`allowList.0`: received "10.0.0.0\/8x"/],
     [{ policy, allowList: ["2001:db8::/129"] }, /`allowList.0`: received "2001:db8::\/129"/],
     [{ policy, allowList: ["192.168.0.0/"] }, /`allowList.0`: received "192.168.0.0\/"/],
@@ -248,30 +305,48 @@ describe("option validation", () => {
   it("the adapters' own function options are checked at construction, not called per request", () => {
     for (const getConnInfo of [5, "x", { remote: { address: "127.0.0.1" } }]) {
       expect(() => honoRateLimit({ policy, getConnInfo: getConnInfo as never })).toThrow(FloodgateError);
-      expect(() => honoRateLimit({ policy, getConnInfo: getConnInfo as never })).toThrow(/rateLimit\(\): invalid option `getConnInfo`: received .*; expected a function/);
+      expect(() => honoRateLimit({ policy, getConnInfo: getConnInfo as never })).toThrow(
+        /rateLimit\(\): invalid option `getConnInfo`: received .*; expected a function/,
+      );
     }
-    expect(() => honoRateLimit({ policy, getConectInfo: () => undefined } as never)).toThrow(/unknown option `getConectInfo`.*accepted options: .*getConnInfo/);
+    expect(() => honoRateLimit({ policy, getConectInfo: () => undefined } as never)).toThrow(
+      /unknown option `getConectInfo`.*accepted options: .*getConnInfo/,
+    );
   });
 
-  it.each([null, 42, {}, true])("a key function returning %j is an INVALID_ARGUMENT naming the key, not a TypeError; nothing is counted", async (returned) => {
-    let bad = true;
-    const handler = withRateLimit(ok, { policy, key: () => (bad ? returned as never : "k"), getClientIp: () => "192.0.2.1", warnings: false });
-    const rejected = handler(new Request("http://x/"));
-    await expect(rejected).rejects.toThrow(FloodgateError);
-    await expect(rejected).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^Invalid key: received .+; expected a non-empty string/) });
-    bad = false;
-    expect((await handler(new Request("http://x/"))).status).toBe(200);
-    expect((await handler(new Request("http://x/"))).status).toBe(429);
-  });
+  it.each([null, 42, {}, true])(
+    "a key function returning %j is an INVALID_ARGUMENT naming the key, not a TypeError; nothing is counted",
+    async (returned) => {
+      let bad = true;
+      const handler = withRateLimit(ok, {
+        policy,
+        key: () => (bad ? returned as never : "k"),
+        getClientIp: () => "192.0.2.1",
+        warnings: false,
+      });
+      const rejected = handler(new Request("http://x/"));
+      await expect(rejected).rejects.toThrow(FloodgateError);
+      await expect(rejected).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringMatching(/^Invalid key: received .+; expected a non-empty string/),
+      });
+      bad = false;
+      expect((await handler(new Request("http://x/"))).status).toBe(200);
+      expect((await handler(new Request("http://x/"))).status).toBe(429);
+    },
+  );
 
   it("allowList still takes keys, with or without a slash, beside addresses and ranges", () => {
-    expect(() => withRateLimit(ok, { policy, allowList: ["10.0.0.0/8", "2001:db8::/64", "::1", "user/42", "api-key-1", "a/b/c"] })).not.toThrow();
+    expect(() => withRateLimit(ok, { policy, allowList: ["10.0.0.0/8", "2001:db8::/64", "::1", "user/42", "api-key-1", "a/b/c"] })).not
+      .toThrow();
   });
 
   it("withRateLimit checks its handler at construction, not on every request", () => {
     for (const handler of ["handler", undefined, { fetch: ok }]) {
       expect(() => withRateLimit(handler as never, { policy })).toThrow(FloodgateError);
-      expect(() => withRateLimit(handler as never, { policy })).toThrow(/withRateLimit\(\): invalid argument `handler`: received .*; expected a function \(request, \.\.\.rest\) => Response/);
+      expect(() => withRateLimit(handler as never, { policy })).toThrow(
+        /withRateLimit\(\): invalid argument `handler`: received .*; expected a function \(request, \.\.\.rest\) => Response/,
+      );
     }
   });
 });
@@ -324,7 +399,13 @@ describe("warnings", () => {
   });
 
   it("a throwing key function reaches the host as a rejection of that request only", async () => {
-    const handler = withRateLimit(() => new Response("ok"), { policy, key: () => { throw new Error("bad key"); }, warnings: false });
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy,
+      key: () => {
+        throw new Error("bad key");
+      },
+      warnings: false,
+    });
     await expect(handler(new Request("http://x/"))).rejects.toThrow("bad key");
   });
 });
@@ -342,7 +423,9 @@ describe("platform presets", () => {
       policy: fixedWindow({ limit, window: "1m" }),
       logger,
       getClientIp: (r) => r.headers.get("x-test-peer") ?? undefined,
-      onDecision: (info: RateLimitInfo) => { keys.push(info.key); },
+      onDecision: (info: RateLimitInfo) => {
+        keys.push(info.key);
+      },
       ...options,
     });
     const send = async (headers: Record<string, string>) => (await handler(new Request("http://x/", { headers }))).status;
@@ -419,12 +502,18 @@ describe("platform presets", () => {
     expect(logs[0]).toMatch(/untrustedPresetPeer: .*\(cf-connecting-ip from 162\.158\.0\.1, outside the given ranges\)/);
   });
 
-  it.each([["vercel", "x-real-ip"], ["netlify", "x-nf-client-connection-ip"], ["fly", "fly-client-ip"], ["akamai", "true-client-ip"]] as const)(
+  it.each(
+    [["vercel", "x-real-ip"], ["netlify", "x-nf-client-connection-ip"], ["fly", "fly-client-ip"], ["akamai", "true-client-ip"]] as const,
+  )(
     "%s publishes no ranges: warned once at construction, the header believed from any peer; ranges given make it checked",
     async (preset, header) => {
       const loose = serve({ trustProxy: preset });
       expect(loose.logs).toHaveLength(1);
-      expect(loose.logs[0]).toMatch(new RegExp(`^\\[floodgate\\] presetWithoutRanges: .*origin reachable only through the platform.*\\(trustProxy "${preset}" reads ${header}\\)$`));
+      expect(loose.logs[0]).toMatch(
+        new RegExp(
+          `^\\[floodgate\\] presetWithoutRanges: .*origin reachable only through the platform.*\\(trustProxy "${preset}" reads ${header}\\)$`,
+        ),
+      );
       await loose.send({ "x-test-peer": "198.51.100.50", [header]: "203.0.113.1" });
       await loose.send({ "x-test-peer": "198.51.100.50", [header]: "203.0.113.2" });
       expect(loose.keys).toEqual(["203.0.113.1", "203.0.113.2"]);

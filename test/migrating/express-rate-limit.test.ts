@@ -9,10 +9,10 @@ import express4 from "express4";
 import { Redis } from "ioredis";
 import { parseList } from "structured-headers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { limitApi as after } from "./examples/express-rate-limit-after.ts";
 import { limitApi as before } from "./examples/express-rate-limit-before.ts";
-import { admitted, ALIGNED, clearOfBoundary, fakeDate, serve, settled, sleep, statuses, type Served } from "./support.ts";
+import { admitted, ALIGNED, clearOfBoundary, fakeDate, serve, type Served, settled, sleep, statuses } from "./support.ts";
 
 const MAJORS = [["Express 5", express5], ["Express 4", express4]] as const;
 const CLIENT = { "x-forwarded-for": "203.0.113.7" };
@@ -26,7 +26,9 @@ afterEach(async () => {
 async function app(createApp: () => Express, install: (app: Express) => void): Promise<Served> {
   const a = createApp();
   install(a);
-  a.get("/api/items", (_req, res) => { res.json({ items: [] }); });
+  a.get("/api/items", (_req, res) => {
+    res.json({ items: [] });
+  });
   const served = await serve(a);
   servers.push(served);
   return served;
@@ -159,11 +161,14 @@ describe("window semantics on the memory stores (one faked Date for both)", () =
     expect(await burst()).toEqual([5, 5, 1]);
   });
 
-  it("X-RateLimit-Reset: epoch seconds in both, but of the first-hit window vs the aligned one; legacyReset: \"delta\" for seconds from now", async () => {
+  it('X-RateLimit-Reset: epoch seconds in both, but of the first-hit window vs the aligned one; legacyReset: "delta" for seconds from now', async () => {
     clock = fakeDate(ALIGNED + 30_000);
     const peer = await app(express5, (a) => a.use("/api/", rateLimit({ windowMs: 60_000, limit: 5 })));
     const epoch = await app(express5, (a) => a.use("/api/", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }) })));
-    const delta = await app(express5, (a) => a.use("/api/", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }), legacyReset: "delta" })));
+    const delta = await app(
+      express5,
+      (a) => a.use("/api/", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }), legacyReset: "delta" })),
+    );
     const reset = async (s: Served) => (await fetch(`${s.base}/api/items`)).headers.get("x-ratelimit-reset");
     expect(await reset(peer)).toBe(`${ALIGNED / 1000 + 90}`);
     expect(await reset(epoch)).toBe(`${ALIGNED / 1000 + 60}`);
@@ -179,14 +184,22 @@ describe("window semantics on the memory stores (one faked Date for both)", () =
 
   it("IPv6: express-rate-limit groups by /56, Floodgate by /64 unless ipv6Subnet: 56", async () => {
     clock = fakeDate(ALIGNED + 1000);
-    const trusting = (install: (a: Express) => void) => (a: Express) => { a.set("trust proxy", 1); install(a); };
+    const trusting = (install: (a: Express) => void) => (a: Express) => {
+      a.set("trust proxy", 1);
+      install(a);
+    };
     const peer = await app(express5, trusting((a) => a.use("/api/", rateLimit({ windowMs: 60_000, limit: 5 }))));
     const by64 = await app(express5, trusting((a) => a.use("/api/", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }) }))));
-    const by56 = await app(express5, trusting((a) => a.use("/api/", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }), ipv6Subnet: 56 }))));
+    const by56 = await app(
+      express5,
+      trusting((a) => a.use("/api/", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }), ipv6Subnet: 56 }))),
+    );
     // Two /64 networks inside one /56.
     const a = { "x-forwarded-for": "2001:db8:1:100::1" };
     const b = { "x-forwarded-for": "2001:db8:1:1ff::1" };
-    const run = async (s: Served) => [...await statuses(5, `${s.base}/api/items`, { headers: a }), ...await statuses(5, `${s.base}/api/items`, { headers: b })];
+    const run = async (
+      s: Served,
+    ) => [...await statuses(5, `${s.base}/api/items`, { headers: a }), ...await statuses(5, `${s.base}/api/items`, { headers: b })];
     const shared = [200, 200, 200, 200, 200, 429, 429, 429, 429, 429];
     expect(await run(peer)).toEqual(shared);
     expect(await run(by56)).toEqual(shared);
@@ -198,11 +211,15 @@ describe("window semantics on the memory stores (one faked Date for both)", () =
     const login = (install: (a: Express) => void) => {
       const a = express5();
       install(a);
-      a.post("/login", (req, res) => { res.status(req.query.password === "right" ? 200 : 401).end(); });
+      a.post("/login", (req, res) => {
+        res.status(req.query.password === "right" ? 200 : 401).end();
+      });
       return a;
     };
     const peerApp = await serve(login((a) => a.use(rateLimit({ windowMs: 60_000, limit: 3, skipSuccessfulRequests: true }))));
-    const oursApp = await serve(login((a) => a.use(floodgate({ policy: fixedWindow({ limit: 3, window: "1m" }), skipSuccessfulRequests: true }))));
+    const oursApp = await serve(
+      login((a) => a.use(floodgate({ policy: fixedWindow({ limit: 3, window: "1m" }), skipSuccessfulRequests: true }))),
+    );
     servers.push(peerApp, oursApp);
     const attempts = ["right", "right", "right", "right", "wrong", "wrong", "wrong", "wrong", "right"];
     const run = async (s: Served) => {

@@ -13,11 +13,18 @@ const MARKER = /<!-- example: (\S+) -->\n```ts\n([\s\S]*?)```\n/g;
 
 const guides = readdirSync(GUIDES).filter((f) => f.endsWith(".md") && f !== "README.md").sort();
 const examples = readdirSync(`${root}${EXAMPLES}`).filter((f) => f.endsWith(".ts")).sort();
-const blocks = (guide: string): [string, string][] => [...readFileSync(`${GUIDES}${guide}`, "utf8").matchAll(MARKER)].map((m) => [m[1]!, m[2]!]);
+const blocks = (guide: string): [string, string][] =>
+  [...readFileSync(`${GUIDES}${guide}`, "utf8").matchAll(MARKER)].map((m) => [m[1]!, m[2]!]);
 
 describe("migration guides", () => {
   it("there is one guide per peer, each with its own test", () => {
-    expect(guides).toEqual(["express-rate-limit.md", "hono-rate-limiter.md", "koa-ratelimit.md", "rate-limiter-flexible.md", "upstash-ratelimit.md"]);
+    expect(guides).toEqual([
+      "express-rate-limit.md",
+      "hono-rate-limiter.md",
+      "koa-ratelimit.md",
+      "rate-limiter-flexible.md",
+      "upstash-ratelimit.md",
+    ]);
     const tests = readdirSync(`${root}test/migrating`);
     for (const guide of guides) expect(tests).toContain(guide.replace(/\.md$/, ".test.ts"));
   });

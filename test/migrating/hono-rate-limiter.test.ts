@@ -4,13 +4,13 @@ import { fixedWindow, upstashStore } from "@floodgate/core";
 import { rateLimit as floodgate } from "@floodgate/hono";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
-import { RedisStore, rateLimiter } from "hono-rate-limiter";
+import { rateLimiter, RedisStore } from "hono-rate-limiter";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../support/redis-server.ts";
 import { limitApi as after } from "./examples/hono-rate-limiter-after.ts";
 import { limitApi as before } from "./examples/hono-rate-limiter-before.ts";
-import { ALIGNED, clearOfBoundary, fakeDate, serve, sleep, statuses, type Served } from "./support.ts";
+import { ALIGNED, clearOfBoundary, fakeDate, serve, type Served, sleep, statuses } from "./support.ts";
 
 const servers: Served[] = [];
 let clock: ReturnType<typeof fakeDate> | undefined;
@@ -79,11 +79,15 @@ describe("documented differences", () => {
     clock = fakeDate(ALIGNED + 1000);
     // The common keyGenerator reads the forwarding header; Floodgate's trustProxy reads it only
     // from the configured proxies (here: one hop, the test itself on 127.0.0.1).
-    const peer = await app((a) => a.use("/api/*", rateLimiter({ windowMs: 60_000, limit: 5, keyGenerator: (c) => c.req.header("x-forwarded-for") ?? "" })));
+    const peer = await app((a) =>
+      a.use("/api/*", rateLimiter({ windowMs: 60_000, limit: 5, keyGenerator: (c) => c.req.header("x-forwarded-for") ?? "" }))
+    );
     const ours = await app((a) => a.use("/api/*", floodgate({ policy: fixedWindow({ limit: 5, window: "1m" }), trustProxy: 1 })));
     const run = async (s: Served) => {
       const out: number[] = [];
-      for (let i = 1; i <= 10; i++) out.push(...await statuses(1, `${s.base}/api/items`, { headers: { "x-forwarded-for": `2001:db8:1:2::${i.toString(16)}` } }));
+      for (let i = 1; i <= 10; i++) {
+        out.push(...await statuses(1, `${s.base}/api/items`, { headers: { "x-forwarded-for": `2001:db8:1:2::${i.toString(16)}` } }));
+      }
       return out;
     };
     expect(await run(peer)).toEqual(Array(10).fill(200));
@@ -92,8 +96,12 @@ describe("documented differences", () => {
 
   it("skipSuccessfulRequests: both count only responses >= 400", async () => {
     clock = fakeDate(ALIGNED + 1000);
-    const peer = await app((a) => a.use("/login", rateLimiter({ windowMs: 60_000, limit: 3, skipSuccessfulRequests: true, keyGenerator: () => "client" })));
-    const ours = await app((a) => a.use("/login", floodgate({ policy: fixedWindow({ limit: 3, window: "1m" }), skipSuccessfulRequests: true })));
+    const peer = await app((a) =>
+      a.use("/login", rateLimiter({ windowMs: 60_000, limit: 3, skipSuccessfulRequests: true, keyGenerator: () => "client" }))
+    );
+    const ours = await app((a) =>
+      a.use("/login", floodgate({ policy: fixedWindow({ limit: 3, window: "1m" }), skipSuccessfulRequests: true }))
+    );
     const attempts = ["right", "right", "right", "right", "wrong", "wrong", "wrong", "wrong", "right"];
     const run = async (s: Served) => {
       const out: number[] = [];
@@ -111,8 +119,12 @@ describe("documented differences", () => {
   it("Redis unreachable: hono-rate-limiter's error reaches Hono (500); Floodgate's fallback limiter answers", async () => {
     // One @upstash/redis client for both stores, pointed at a loopback port nothing listens on.
     const redis = new UpstashRedis({ url: `http://127.0.0.1:${await freePort()}`, token: "unused", retry: false, enableTelemetry: false });
-    const peer = await app((a) => a.use("/api/*", rateLimiter({ windowMs: 60_000, limit: 2, keyGenerator: () => "client", store: new RedisStore({ client: redis }) })));
-    const ours = await app((a) => a.use("/api/*", floodgate({ policy: fixedWindow({ limit: 2, window: "1m" }), store: upstashStore({ redis }), key: () => "client" })));
+    const peer = await app((a) =>
+      a.use("/api/*", rateLimiter({ windowMs: 60_000, limit: 2, keyGenerator: () => "client", store: new RedisStore({ client: redis }) }))
+    );
+    const ours = await app((a) =>
+      a.use("/api/*", floodgate({ policy: fixedWindow({ limit: 2, window: "1m" }), store: upstashStore({ redis }), key: () => "client" }))
+    );
     await clearOfBoundary(60_000, 3000);
     expect(await statuses(3, `${peer.base}/api/items`)).toEqual([500, 500, 500]);
     expect(await statuses(3, `${ours.base}/api/items`)).toEqual([200, 200, 429]);

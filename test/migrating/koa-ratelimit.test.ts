@@ -8,10 +8,10 @@ import { Redis } from "ioredis";
 import Koa from "koa";
 import ratelimit from "koa-ratelimit";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { limitApi as after } from "./examples/koa-ratelimit-after.ts";
 import { limitApi as before } from "./examples/koa-ratelimit-before.ts";
-import { serve, settled, sleep, statuses, waitForOffset, type Served } from "./support.ts";
+import { serve, type Served, settled, sleep, statuses, waitForOffset } from "./support.ts";
 
 const CLIENT = { "x-forwarded-for": "203.0.113.7" };
 const servers: Served[] = [];
@@ -22,16 +22,30 @@ afterEach(async () => {
 async function app(install: (app: Koa) => void): Promise<Served> {
   const a = new Koa();
   install(a);
-  a.use((ctx) => { ctx.body = { items: [] }; });
+  a.use((ctx) => {
+    ctx.body = { items: [] };
+  });
   const served = await serve(a.callback());
   servers.push(served);
   return served;
 }
 
-interface Seen { status: number; remaining: string | null; reset: string | null; retryAfter: string | null; body: string }
+interface Seen {
+  status: number;
+  remaining: string | null;
+  reset: string | null;
+  retryAfter: string | null;
+  body: string;
+}
 async function send(s: Served): Promise<Seen> {
   const r = await fetch(`${s.base}/api/items`, { headers: CLIENT });
-  return { status: r.status, remaining: r.headers.get("x-ratelimit-remaining"), reset: r.headers.get("x-ratelimit-reset"), retryAfter: r.headers.get("retry-after"), body: await r.text() };
+  return {
+    status: r.status,
+    remaining: r.headers.get("x-ratelimit-remaining"),
+    reset: r.headers.get("x-ratelimit-reset"),
+    retryAfter: r.headers.get("retry-after"),
+    body: await r.text(),
+  };
 }
 
 describe("koa-ratelimit (Redis driver) → Floodgate slidingLog on Redis (the guide's example)", () => {
@@ -74,7 +88,9 @@ describe("koa-ratelimit (Redis driver) → Floodgate slidingLog on Redis (the gu
   it("the sliding log admits the same requests across time: slots free as their entries leave the window", async () => {
     await client.flushall();
     const peer = await app((a) => a.use(ratelimit({ driver: "redis", db: client, duration: 2000, max: 3, id: () => "client" })));
-    const ours = await app((a) => a.use(floodgate({ policy: slidingLog({ limit: 3, window: "2s" }), store: redisStore({ client }), key: () => "client" })));
+    const ours = await app((a) =>
+      a.use(floodgate({ policy: slidingLog({ limit: 3, window: "2s" }), store: redisStore({ client }), key: () => "client" }))
+    );
     const run = async (s: Served) => {
       const started = Date.now();
       const out = await statuses(3, `${s.base}/`);

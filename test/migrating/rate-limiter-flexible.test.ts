@@ -6,12 +6,12 @@ import express from "express";
 import { Redis } from "ioredis";
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { limitApi as after } from "./examples/rate-limiter-flexible-after.ts";
 import { limitApi as before } from "./examples/rate-limiter-flexible-before.ts";
 import { createBudget as budgetAfter } from "./examples/rate-limiter-flexible-engine-after.ts";
 import { createBudget as budgetBefore } from "./examples/rate-limiter-flexible-engine-before.ts";
-import { ALIGNED, clearOfBoundary, fakeDate, serve, settled, statuses, type Served } from "./support.ts";
+import { ALIGNED, clearOfBoundary, fakeDate, serve, type Served, settled, statuses } from "./support.ts";
 
 const servers: Served[] = [];
 afterEach(async () => {
@@ -21,7 +21,9 @@ afterEach(async () => {
 async function app(install: (app: express.Express) => void): Promise<Served> {
   const a = express();
   install(a);
-  a.get("/api/items", (_req, res) => { res.json({ items: [] }); });
+  a.get("/api/items", (_req, res) => {
+    res.json({ items: [] });
+  });
   const served = await serve(a);
   servers.push(served);
   return served;
@@ -53,7 +55,12 @@ describe("a hand-written Express middleware over RateLimiterRedis → @floodgate
         remaining.push(last.headers.get("x-ratelimit-remaining"));
         if (i < 7) await last.arrayBuffer();
       }
-      runs.push({ statuses: list, remaining: remaining.slice(0, 5), body: await last!.json(), retryAfter: Number(last!.headers.get("retry-after")) });
+      runs.push({
+        statuses: list,
+        remaining: remaining.slice(0, 5),
+        body: await last!.json(),
+        retryAfter: Number(last!.headers.get("retry-after")),
+      });
     }
     const [peer, ours] = runs as [typeof runs[0], typeof runs[0]];
     expect(peer.statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
@@ -144,7 +151,11 @@ describe("the engine: consume() → limit() (one faked Date for both)", () => {
     const ours = createRateLimiter({ policy: [fixedWindow({ limit: 10, window: "1m" }), slidingLog({ limit: 20, window: "10m" })] });
     const peerOk = async () => peer.consume("u").then(() => true, () => false);
     const oursOk = async () => (await ours.limit("u")).allowed;
-    const minute = async (ok: () => Promise<boolean>) => { let n = 0; for (let i = 0; i < 15; i++) if (await ok()) n++; return n; };
+    const minute = async (ok: () => Promise<boolean>) => {
+      let n = 0;
+      for (let i = 0; i < 15; i++) if (await ok()) n++;
+      return n;
+    };
     expect([await minute(peerOk), await minute(oursOk)]).toEqual([10, 10]);
     clock.advance(60_000);
     expect([await minute(peerOk), await minute(oursOk)]).toEqual([0, 10]); // the peer blocks; ours has 10 left of 20

@@ -6,7 +6,7 @@ import { createRateLimiter, fixedWindow, slidingWindow, tokenBucket, upstashStor
 import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { freePort, startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { freePort, type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 import { limited as after } from "./examples/upstash-ratelimit-after.ts";
 import { limited as before } from "./examples/upstash-ratelimit-before.ts";

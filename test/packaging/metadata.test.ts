@@ -49,7 +49,11 @@ describe("package metadata", () => {
       expect(workspaces).toContain(workspace);
       const jsr = json(path.join(workspace, "deno.json"));
       const npm = json(path.join(workspace, "package.json"));
-      expect({ name: jsr.name, version: jsr.version, license: jsr.license }).toEqual({ name: npm.name, version: npm.version, license: npm.license });
+      expect({ name: jsr.name, version: jsr.version, license: jsr.license }).toEqual({
+        name: npm.name,
+        version: npm.version,
+        license: npm.license,
+      });
       expect(jsr.publish.include).toContain("LICENSE");
     }
   });

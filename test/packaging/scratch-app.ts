@@ -117,7 +117,8 @@ console.log(JSON.stringify({ startUpstashBridge: typeof startUpstashBridge, endp
       null,
       2,
     ),
-    "consumer.ts": `import { createRateLimiter, memoryStore, slidingWindow, withRateLimit, type FetchHandler, type RateLimitStore } from "@floodgate/core";
+    "consumer.ts":
+      `import { createRateLimiter, memoryStore, slidingWindow, withRateLimit, type FetchHandler, type RateLimitStore } from "@floodgate/core";
 import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";

@@ -26,7 +26,14 @@ export interface Tarball {
   /** The tarball's absolute path. */
   file: string;
   /** The package.json inside it. */
-  manifest: { version: string; dependencies?: Record<string, string>; peerDependencies?: Record<string, string>; bin?: unknown; license?: string; engines?: Record<string, string> };
+  manifest: {
+    version: string;
+    dependencies?: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+    bin?: unknown;
+    license?: string;
+    engines?: Record<string, string>;
+  };
 }
 
 /** Where Node would find `name` from the package installed at `from` ("" is the root). */
@@ -95,6 +102,12 @@ export function scratchLock(options: {
   const sorted = Object.fromEntries(Object.entries(packages).sort(([a], [b]) => a.localeCompare(b)));
   return {
     packageJson,
-    lock: { name: packageJson.name, version: packageJson.version, lockfileVersion: 3, requires: true, packages: { "": { name: packageJson.name, version: packageJson.version, dependencies }, ...sorted } },
+    lock: {
+      name: packageJson.name,
+      version: packageJson.version,
+      lockfileVersion: 3,
+      requires: true,
+      packages: { "": { name: packageJson.name, version: packageJson.version, dependencies }, ...sorted },
+    },
   };
 }

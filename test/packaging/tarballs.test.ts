@@ -18,7 +18,17 @@ import { scratchLock, type Tarball } from "./scratch-lock.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const PACKAGES = ["core", "hono", "express", "koa", "upstash-local"];
-const REGISTRY_DEPENDENCIES = ["express", "hono", "@hono/node-server", "koa", "@upstash/redis", "typescript", "@types/node", "@types/express", "@types/koa"];
+const REGISTRY_DEPENDENCIES = [
+  "express",
+  "hono",
+  "@hono/node-server",
+  "koa",
+  "@upstash/redis",
+  "typescript",
+  "@types/node",
+  "@types/express",
+  "@types/koa",
+];
 // Once core exports a second entry, the scratch app imports it too.
 const CORE_HTTP_ENTRY = "./http" in (JSON.parse(readFileSync(path.join(ROOT, "packages/core/package.json"), "utf8")).exports ?? {});
 
@@ -113,9 +123,15 @@ beforeAll(async () => {
   app = path.join(work, "app");
   mkdirSync(app);
 
-  await Promise.all(stalePackages().map((pkg) => mustRun("npm", ["run", "build", "--silent"], { cwd: path.join(ROOT, "packages", pkg), timeoutMs: 150_000 })));
+  await Promise.all(
+    stalePackages().map((pkg) =>
+      mustRun("npm", ["run", "build", "--silent"], { cwd: path.join(ROOT, "packages", pkg), timeoutMs: 150_000 })
+    ),
+  );
   const report = JSON.parse(
-    await mustRun("npm", ["pack", "--json", "--pack-destination", work, ...PACKAGES.flatMap((pkg) => ["-w", `packages/${pkg}`])], { cwd: ROOT }),
+    await mustRun("npm", ["pack", "--json", "--pack-destination", work, ...PACKAGES.flatMap((pkg) => ["-w", `packages/${pkg}`])], {
+      cwd: ROOT,
+    }),
   ) as { name: string; filename: string; files: { path: string }[] }[];
   const tarballs: Tarball[] = report.map((entry) => {
     const manifest = JSON.parse(readFileSync(path.join(ROOT, "packages", entry.name.replace("@floodgate/", ""), "package.json"), "utf8"));
@@ -124,12 +140,20 @@ beforeAll(async () => {
   });
   for (const tarball of tarballs) if (!existsSync(tarball.file)) throw new Error(`npm pack wrote no ${tarball.file}`);
 
-  const { packageJson, lock } = scratchLock({ repoLockFile: path.join(ROOT, "package-lock.json"), appDir: app, registryDependencies: REGISTRY_DEPENDENCIES, tarballs });
+  const { packageJson, lock } = scratchLock({
+    repoLockFile: path.join(ROOT, "package-lock.json"),
+    appDir: app,
+    registryDependencies: REGISTRY_DEPENDENCIES,
+    tarballs,
+  });
   writeFileSync(path.join(app, "package.json"), JSON.stringify({ ...packageJson, type: "module" }, null, 2));
   writeFileSync(path.join(app, "package-lock.json"), JSON.stringify(lock, null, 2));
   for (const [name, text] of Object.entries(scratchFiles({ coreHttpEntry: CORE_HTTP_ENTRY }))) writeFileSync(path.join(app, name), text);
   await mustRun("npm", ["ci", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: app, timeoutMs: 120_000 });
-  typecheck = run(process.execPath, [path.join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], { cwd: app, timeoutMs: 90_000 });
+  typecheck = run(process.execPath, [path.join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], {
+    cwd: app,
+    timeoutMs: 90_000,
+  });
 }, 240_000);
 
 afterAll(async () => {
@@ -210,7 +234,10 @@ describe("the packed packages, installed outside the repository", () => {
     expect(await node("upstash-local.cjs")).toEqual({ startUpstashBridge: "function", endpoint: { host: "127.0.0.1", port: 6380, db: 1 } });
 
     const redis = await startRedis();
-    const bin = spawn(path.join(app, "node_modules", ".bin", "upstash-local"), ["--redis", redis.url], { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
+    const bin = spawn(path.join(app, "node_modules", ".bin", "upstash-local"), ["--redis", redis.url], {
+      cwd: app,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     try {
       const printed = await new Promise<Record<string, string>>((resolve, reject) => {
         let stdout = "";
@@ -218,7 +245,9 @@ describe("the packed packages, installed outside the repository", () => {
         bin.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
         bin.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
           stdout += chunk;
-          const env = Object.fromEntries(stdout.split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+          const env = Object.fromEntries(
+            stdout.split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+          );
           if (env["UPSTASH_REDIS_REST_TOKEN"] !== undefined) resolve(env);
         });
         bin.once("exit", (code) => reject(new Error(`upstash-local exited ${code}: ${stderr}`)));

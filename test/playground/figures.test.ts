@@ -16,14 +16,18 @@ describe("docs/figures: rendered from the engine, committed up to date", () => {
       } catch {
         throw new Error(`docs/figures/${file} is missing: ${UPDATE}`);
       }
-      if (committed !== svg) throw new Error(`docs/figures/${file} is out of date (the engine, the simulator or the chart changed): ${UPDATE}`);
+      if (committed !== svg) {
+        throw new Error(`docs/figures/${file} is out of date (the engine, the simulator or the chart changed): ${UPDATE}`);
+      }
       expect(committed).toBe(svg);
     });
   }
 
   it("every SVG in docs/figures is rendered by the script, and the guide shows each one", () => {
     const onDisk = readdirSync(FIGURES_DIR).filter((f) => f.endsWith(".svg")).sort();
-    expect(onDisk, `docs/figures holds an SVG the script no longer renders: ${UPDATE} (and delete the stale file)`).toEqual(FIGURES.map((f) => f.file).sort());
+    expect(onDisk, `docs/figures holds an SVG the script no longer renders: ${UPDATE} (and delete the stale file)`).toEqual(
+      FIGURES.map((f) => f.file).sort(),
+    );
     const guide = readFileSync(path.join(FIGURES_DIR, "..", "choosing-an-algorithm.md"), "utf8");
     for (const { file } of FIGURES) expect(guide, file).toContain(`(figures/${file})`);
   });

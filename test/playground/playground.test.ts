@@ -9,8 +9,15 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { SEED_SCENARIOS, simulate, type Scenario, type SeedName } from "../../docs/playground/simulate.ts";
-import { bundlePlayground, DOCS_DIR, PLAYGROUND_PATH, serveStatic, type PlaygroundBundle, type StaticServer } from "../../scripts/playground-build.ts";
+import { type Scenario, SEED_SCENARIOS, type SeedName, simulate } from "../../docs/playground/simulate.ts";
+import {
+  bundlePlayground,
+  DOCS_DIR,
+  PLAYGROUND_PATH,
+  type PlaygroundBundle,
+  serveStatic,
+  type StaticServer,
+} from "../../scripts/playground-build.ts";
 import { requireBuilt, requireChromium, requirePackage, ROOT } from "../runtimes/support.ts";
 
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"];
@@ -68,8 +75,7 @@ const pageCounts = (): Promise<Counts[]> =>
       admitted: Number(row.querySelector(".admitted")!.textContent),
       denied: Number(row.querySelector(".denied")!.textContent),
       perInstance: row.querySelector(".per-instance")!.textContent!.split(" / ").map(Number),
-    })),
-  );
+    })));
 
 /** The same figures from the engine in Node, through the same simulator. */
 const engineCounts = (scenario: Scenario): Counts[] =>
@@ -81,7 +87,8 @@ const engineCounts = (scenario: Scenario): Counts[] =>
   }));
 
 const chartSvg = (): Promise<string> => page.$eval("#chart", (chart) => chart.innerHTML);
-const panelsShown = (): Promise<string[]> => page.$$eval("#chart svg .panel", (panels) => panels.map((p) => (p as SVGElement).dataset["algorithm"]!));
+const panelsShown = (): Promise<string[]> =>
+  page.$$eval("#chart svg .panel", (panels) => panels.map((p) => (p as SVGElement).dataset["algorithm"]!));
 const errorShown = (): Promise<string | null> => page.$eval("#error", (e) => ((e as HTMLElement).hidden ? null : e.textContent));
 
 async function loadSeed(seed: SeedName): Promise<void> {
@@ -128,7 +135,10 @@ describe("playground page (headless Chromium): the real engine from core's dist,
     const before = await chartSvg();
     const countsBefore = await pageCounts();
     await page.fill("#capacity", "150");
-    const expected = engineCounts({ ...SEED_SCENARIOS["boundary-burst"], params: { ...SEED_SCENARIOS["boundary-burst"].params, capacity: 150 } });
+    const expected = engineCounts({
+      ...SEED_SCENARIOS["boundary-burst"],
+      params: { ...SEED_SCENARIOS["boundary-burst"].params, capacity: 150 },
+    });
     expect(await pageCounts()).toEqual(expected);
     expect(expected[0]!.admitted).toBeGreaterThan(countsBefore[0]!.admitted);
     // Only the token bucket's figures moved.
@@ -144,7 +154,9 @@ describe("playground page (headless Chromium): the real engine from core's dist,
     const params = { ...SEED_SCENARIOS["burst-then-steady"].params, limit: 40, windowMs: 2000 };
     const expected = engineCounts({ ...SEED_SCENARIOS["burst-then-steady"], params });
     expect(await pageCounts()).toEqual(expected);
-    expect(expected.find((c) => c.kind === "fixed-window")!.admitted).not.toBe(engineCounts(SEED_SCENARIOS["burst-then-steady"]).find((c) => c.kind === "fixed-window")!.admitted);
+    expect(expected.find((c) => c.kind === "fixed-window")!.admitted).not.toBe(
+      engineCounts(SEED_SCENARIOS["burst-then-steady"]).find((c) => c.kind === "fixed-window")!.admitted,
+    );
     expect(await chartSvg()).not.toBe(before);
   });
 
@@ -172,7 +184,9 @@ describe("playground page (headless Chromium): the real engine from core's dist,
     await page.selectOption("#pattern", "poisson");
     const poisson = await pageCounts();
     await page.fill("#poisson-seed", "7");
-    expect(await pageCounts()).toEqual(engineCounts({ params, pattern: { kind: "poisson", ratePerS: 20, durationS: 30, seed: 7 }, instances: 1 }));
+    expect(await pageCounts()).toEqual(
+      engineCounts({ params, pattern: { kind: "poisson", ratePerS: 20, durationS: 30, seed: 7 }, instances: 1 }),
+    );
     expect(await pageCounts()).not.toEqual(poisson);
     // Custom timestamps typed in.
     await page.selectOption("#pattern", "custom");

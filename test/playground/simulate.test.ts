@@ -3,7 +3,7 @@
 // through one store, the seeded patterns are reproducible, and retries honour Retry-After.
 import { describe, expect, it } from "vitest";
 import { boundaryBurst, boundaryContenders, burstThenSteady, steadyContenders } from "../../scripts/scenarios.ts";
-import { parseTimestamps, ScenarioError, SEED_SCENARIOS, seededRandom, simulate, type Scenario } from "../../docs/playground/simulate.ts";
+import { parseTimestamps, type Scenario, ScenarioError, SEED_SCENARIOS, seededRandom, simulate } from "../../docs/playground/simulate.ts";
 
 const run = (scenario: Scenario, kind: string) => simulate(scenario).runs.find((r) => r.kind === kind)!;
 
@@ -26,7 +26,9 @@ describe("playground simulator", () => {
       const r = run(SEED_SCENARIOS["burst-then-steady"], policy.kind);
       expect(r.policyName).toBe(policy.name);
       const burst = r.requests.slice(0, 150).filter((q) => q.allowed).length;
-      const perSecond = expected.perSecond.map((_, s) => r.requests.slice(150).filter((q) => q.allowed && q.t > s * 1000 && q.t <= (s + 1) * 1000).length);
+      const perSecond = expected.perSecond.map((_, s) =>
+        r.requests.slice(150).filter((q) => q.allowed && q.t > s * 1000 && q.t <= (s + 1) * 1000).length
+      );
       expect({ burst, perSecond }, policy.kind).toEqual(expected);
     }
   });
@@ -93,7 +95,10 @@ describe("playground simulator", () => {
     // One client, a request every 100 ms, 2 per 10 s: the third of each window is denied until
     // the next window, Retry-After rounds up to 10 s, and the retry lands in the next window.
     const params = { ...SEED_SCENARIOS["burst-then-steady"].params, limit: 2, windowMs: 10_000 };
-    const r = run({ params, pattern: { kind: "retry-storm", clients: 1, thinkMs: 100, durationS: 30, seed: 1 }, instances: 1 }, "fixed-window");
+    const r = run(
+      { params, pattern: { kind: "retry-storm", clients: 1, thinkMs: 100, durationS: 30, seed: 1 }, instances: 1 },
+      "fixed-window",
+    );
     const first = seededRandom(1)() * 100;
     const offsets = [0, 100, 200, 10_200, 10_300, 10_400, 20_400, 20_500, 20_600];
     expect(r.requests.map((q) => q.allowed)).toEqual([true, true, false, true, true, false, true, true, false]);
@@ -109,12 +114,18 @@ describe("playground simulator", () => {
   });
 
   it("bad scenarios throw a message naming what was wrong and what is accepted", () => {
-    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], instances: 5 })).toThrow(/Instances must be a whole number from 1 to 4; received 5/);
-    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], pattern: { kind: "boundary", perSide: 0, spreadMs: 1000 } })).toThrow(/received 0/);
-    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], pattern: { kind: "poisson", ratePerS: 10_000, durationS: 60, seed: 1 } })).toThrow(/at most 50000/);
-    // Core validates the policies itself.
-    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], params: { ...SEED_SCENARIOS["boundary-burst"].params, capacity: 0 } })).toThrow(
-      expect.objectContaining({ name: "FloodgateError", code: "INVALID_OPTION" }),
+    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], instances: 5 })).toThrow(
+      /Instances must be a whole number from 1 to 4; received 5/,
     );
+    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], pattern: { kind: "boundary", perSide: 0, spreadMs: 1000 } })).toThrow(
+      /received 0/,
+    );
+    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], pattern: { kind: "poisson", ratePerS: 10_000, durationS: 60, seed: 1 } }))
+      .toThrow(/at most 50000/);
+    // Core validates the policies itself.
+    expect(() => simulate({ ...SEED_SCENARIOS["boundary-burst"], params: { ...SEED_SCENARIOS["boundary-burst"].params, capacity: 0 } }))
+      .toThrow(
+        expect.objectContaining({ name: "FloodgateError", code: "INVALID_OPTION" }),
+      );
   });
 });

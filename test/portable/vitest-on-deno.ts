@@ -9,7 +9,16 @@ import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
 
 declare const Deno: {
-  test(options: { name: string; fn: () => Promise<void>; ignore?: boolean; sanitizeOps?: boolean; sanitizeResources?: boolean; sanitizeExit?: boolean }): void;
+  test(
+    options: {
+      name: string;
+      fn: () => Promise<void>;
+      ignore?: boolean;
+      sanitizeOps?: boolean;
+      sanitizeResources?: boolean;
+      sanitizeExit?: boolean;
+    },
+  ): void;
 };
 
 type Fn = () => unknown;
@@ -24,7 +33,16 @@ interface Suite {
   started: boolean;
 }
 
-const root: Suite = { name: "", parent: undefined, beforeAll: [], afterAll: [], beforeEach: [], afterEach: [], pendingTests: 0, started: false };
+const root: Suite = {
+  name: "",
+  parent: undefined,
+  beforeAll: [],
+  afterAll: [],
+  beforeEach: [],
+  afterEach: [],
+  pendingTests: 0,
+  started: false,
+};
 let current = root;
 
 const chain = (suite: Suite): Suite[] => {
@@ -57,7 +75,16 @@ function withEach<T extends (name: string, fn: (...args: never[]) => unknown) =>
 }
 
 function registerDescribe(name: string, body: () => void): void {
-  const suite: Suite = { name, parent: current, beforeAll: [], afterAll: [], beforeEach: [], afterEach: [], pendingTests: 0, started: false };
+  const suite: Suite = {
+    name,
+    parent: current,
+    beforeAll: [],
+    afterAll: [],
+    beforeEach: [],
+    afterEach: [],
+    pendingTests: 0,
+    started: false,
+  };
   const outer = current;
   current = suite;
   try {
@@ -93,7 +120,7 @@ function registerTest(name: string, fn: Fn, ignore = false): void {
         }
       } finally {
         for (const s of [...suites].reverse()) {
-          if (--s.pendingTests === 0) for (const hook of s.afterAll) await hook();
+          if (--s.pendingTests === 0) { for (const hook of s.afterAll) await hook(); }
         }
       }
     },
@@ -123,7 +150,10 @@ interface Asymmetric {
   [ASYMMETRIC]: (actual: unknown) => boolean;
   toString(): string;
 }
-const asymmetric = (description: string, test: (actual: unknown) => boolean): Asymmetric => ({ [ASYMMETRIC]: test, toString: () => description });
+const asymmetric = (description: string, test: (actual: unknown) => boolean): Asymmetric => ({
+  [ASYMMETRIC]: test,
+  toString: () => description,
+});
 const isAsymmetric = (value: unknown): value is Asymmetric => typeof value === "object" && value !== null && ASYMMETRIC in value;
 
 function matches(actual: unknown, expected: unknown, partial: boolean): boolean {
@@ -147,7 +177,9 @@ function matches(actual: unknown, expected: unknown, partial: boolean): boolean 
 
 const show = (value: unknown): string => {
   try {
-    return typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value, (_k, v) => (isAsymmetric(v) ? String(v) : v)) ?? String(value));
+    return typeof value === "string"
+      ? JSON.stringify(value)
+      : (JSON.stringify(value, (_k, v) => (isAsymmetric(v) ? String(v) : v)) ?? String(value));
   } catch {
     return String(value);
   }
@@ -163,13 +195,15 @@ function makeMatchers(actual: unknown, negate: boolean): Matchers {
   return {
     toBe: (expected: unknown) => check(Object.is(actual, expected), `expected ${show(actual)} to be ${show(expected)}`),
     toEqual: (expected: unknown) => check(matches(actual, expected, false), `expected ${show(actual)} to equal ${show(expected)}`),
-    toStrictEqual: (expected: unknown) => check(isDeepStrictEqual(actual, expected), `expected ${show(actual)} to strictly equal ${show(expected)}`),
+    toStrictEqual: (expected: unknown) =>
+      check(isDeepStrictEqual(actual, expected), `expected ${show(actual)} to strictly equal ${show(expected)}`),
     toMatchObject: (expected: unknown) => check(matches(actual, expected, true), `expected ${show(actual)} to match ${show(expected)}`),
     toBeGreaterThan: (n: number) => check((actual as number) > n, `expected ${show(actual)} > ${n}`),
     toBeGreaterThanOrEqual: (n: number) => check((actual as number) >= n, `expected ${show(actual)} >= ${n}`),
     toBeLessThan: (n: number) => check((actual as number) < n, `expected ${show(actual)} < ${n}`),
     toBeLessThanOrEqual: (n: number) => check((actual as number) <= n, `expected ${show(actual)} <= ${n}`),
-    toBeCloseTo: (n: number, digits = 2) => check(Math.abs((actual as number) - n) < 10 ** -digits / 2, `expected ${show(actual)} close to ${n}`),
+    toBeCloseTo: (n: number, digits = 2) =>
+      check(Math.abs((actual as number) - n) < 10 ** -digits / 2, `expected ${show(actual)} close to ${n}`),
     toBeDefined: () => check(actual !== undefined, `expected a defined value`),
     toBeUndefined: () => check(actual === undefined, `expected ${show(actual)} to be undefined`),
     toBeNull: () => check(actual === null, `expected ${show(actual)} to be null`),
@@ -180,16 +214,24 @@ function makeMatchers(actual: unknown, negate: boolean): Matchers {
       const actualType: string = typeof actual; // compared with a string the caller gives, not a literal
       return check(actualType === type, `expected ${show(actual)} to be of type ${type}`);
     },
-    toHaveLength: (n: number) => check((actual as { length: number }).length === n, `expected length ${n}, got ${(actual as { length: number })?.length}`),
+    toHaveLength: (n: number) =>
+      check((actual as { length: number }).length === n, `expected length ${n}, got ${(actual as { length: number })?.length}`),
     toHaveProperty: (key: string, value?: unknown) =>
       check(
-        actual !== null && actual !== undefined && key in Object(actual) && (value === undefined || matches((actual as Record<string, unknown>)[key], value, false)),
+        actual !== null && actual !== undefined && key in Object(actual) &&
+          (value === undefined || matches((actual as Record<string, unknown>)[key], value, false)),
         `expected property ${key}`,
       ),
     toContain: (item: unknown) =>
-      check(typeof actual === "string" ? actual.includes(item as string) : (actual as unknown[]).includes(item), `expected ${show(actual)} to contain ${show(item)}`),
+      check(
+        typeof actual === "string" ? actual.includes(item as string) : (actual as unknown[]).includes(item),
+        `expected ${show(actual)} to contain ${show(item)}`,
+      ),
     toMatch: (pattern: RegExp | string) =>
-      check(typeof pattern === "string" ? (actual as string).includes(pattern) : pattern.test(actual as string), `expected ${show(actual)} to match ${pattern}`),
+      check(
+        typeof pattern === "string" ? (actual as string).includes(pattern) : pattern.test(actual as string),
+        `expected ${show(actual)} to match ${pattern}`,
+      ),
     toThrow: (expected?: unknown) => {
       let thrown: unknown;
       let threw = false;
@@ -199,10 +241,14 @@ function makeMatchers(actual: unknown, negate: boolean): Matchers {
         threw = true;
         thrown = error;
       }
-      check(threw && errorMatches(thrown, expected), `expected the function to throw ${expected === undefined ? "" : show(String(expected))}`);
+      check(
+        threw && errorMatches(thrown, expected),
+        `expected the function to throw ${expected === undefined ? "" : show(String(expected))}`,
+      );
     },
     toHaveBeenCalled: () => check((actual as Spy).calls.length > 0, "expected the spy to have been called"),
-    toHaveBeenCalledTimes: (n: number) => check((actual as Spy).calls.length === n, `expected ${n} calls, got ${(actual as Spy).calls.length}`),
+    toHaveBeenCalledTimes: (n: number) =>
+      check((actual as Spy).calls.length === n, `expected ${n} calls, got ${(actual as Spy).calls.length}`),
   };
 }
 
@@ -223,13 +269,19 @@ function promiseMatchers(promise: Promise<unknown>, settle: "resolves" | "reject
       let value: unknown;
       try {
         value = await promise;
-        if (settle === "rejects") throw new assert.AssertionError({ message: `expected the promise to reject, it resolved to ${show(value)}` });
+        if (settle === "rejects") {
+          throw new assert.AssertionError({ message: `expected the promise to reject, it resolved to ${show(value)}` });
+        }
       } catch (error) {
         if (error instanceof assert.AssertionError && settle === "rejects") throw error;
         if (settle === "resolves") throw error;
         value = error;
       }
-      if (name === "toThrow") return makeMatchers(() => { throw value; }, negate).toThrow!(...(args as never[]));
+      if (name === "toThrow") {
+        return makeMatchers(() => {
+          throw value;
+        }, negate).toThrow!(...(args as never[]));
+      }
       return (makeMatchers(value, negate)[name] as (...a: unknown[]) => unknown)(...args);
     }) as never;
   }
@@ -263,11 +315,23 @@ export const expect: Expect = Object.assign(
     stringContaining: (text: string) => asymmetric(`StringContaining ${text}`, (a) => typeof a === "string" && a.includes(text)),
     stringMatching: (pattern: RegExp) => asymmetric(`StringMatching ${pattern}`, (a) => typeof a === "string" && pattern.test(a)),
     any: (type: unknown) =>
-      asymmetric(`Any`, (a) =>
-        type === Number ? typeof a === "number" : type === String ? typeof a === "string" : type === Boolean ? typeof a === "boolean" : type === Function ? typeof a === "function" : a instanceof (type as new () => unknown)),
+      asymmetric(
+        `Any`,
+        (a) =>
+          type === Number
+            ? typeof a === "number"
+            : type === String
+            ? typeof a === "string"
+            : type === Boolean
+            ? typeof a === "boolean"
+            : type === Function
+            ? typeof a === "function"
+            : a instanceof (type as new () => unknown),
+      ),
     anything: () => asymmetric("Anything", (a) => a !== null && a !== undefined),
     objectContaining: (object: Record<string, unknown>) => asymmetric(`ObjectContaining`, (a) => matches(a, object, true)),
-    arrayContaining: (items: unknown[]) => asymmetric(`ArrayContaining`, (a) => Array.isArray(a) && items.every((i) => a.some((x) => matches(x, i, false)))),
+    arrayContaining: (items: unknown[]) =>
+      asymmetric(`ArrayContaining`, (a) => Array.isArray(a) && items.every((i) => a.some((x) => matches(x, i, false)))),
   },
 ) as Expect;
 

@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Redis as IORedis } from "ioredis";
-import { createRateLimiter, redisStore, upstashStore, type Policy, type RateLimitStore } from "../../packages/core/src/index.ts";
+import { createRateLimiter, type Policy, type RateLimitStore, redisStore, upstashStore } from "../../packages/core/src/index.ts";
 import { clearOfHourBoundary, KINDS, uniquePrefix, windowed } from "../stores/store-contract.ts";
-import { upstashHarness, type UpstashHarness } from "./harness.ts";
+import { type UpstashHarness, upstashHarness } from "./harness.ts";
 
 const SKEW_MS = 30_000;
 const LIMIT = 10;
@@ -48,7 +48,10 @@ describe("clock skew of 30 s between two instances", () => {
 
   it("for contrast, local clocks over-admit (token bucket)", async () => {
     const policy = windowed("token-bucket", LIMIT, 40_000);
-    const stores: [RateLimitStore, RateLimitStore] = [redisStore({ client: tcp[0]!, clock: "local" }), redisStore({ client: tcp[1]!, clock: "local" })];
+    const stores: [RateLimitStore, RateLimitStore] = [
+      redisStore({ client: tcp[0]!, clock: "local" }),
+      redisStore({ client: tcp[1]!, clock: "local" }),
+    ];
     expect(await admitted(stores, policy, uniquePrefix())).toBeGreaterThan(LIMIT);
   });
 });

@@ -3,13 +3,13 @@
  * with a limit of 100 admit exactly 100, for every algorithm, through the Upstash bridge (HTTP)
  * and through TCP (ioredis).
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis as IORedis } from "ioredis";
-import { createRateLimiter, redisStore, type PolicyKind } from "../../packages/core/src/index.ts";
+import { createRateLimiter, type PolicyKind, redisStore } from "../../packages/core/src/index.ts";
 import { hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 import type { RunMessage } from "./fixtures/concurrency-worker.ts";
 
@@ -40,8 +40,10 @@ function nextMessage(child: ChildProcess): Promise<Reply> {
 }
 
 async function startWorkers(env: Record<string, string>): Promise<ChildProcess[]> {
-  const workers = Array.from({ length: PROCESSES }, () =>
-    fork(WORKER, [], { execArgv: ["--import", "tsx"], env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] }),
+  const workers = Array.from(
+    { length: PROCESSES },
+    () =>
+      fork(WORKER, [], { execArgv: ["--import", "tsx"], env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] }),
   );
   const ready = await Promise.all(workers.map(nextMessage));
   for (const r of ready) expect(r.type).toBe("ready");
@@ -49,12 +51,16 @@ async function startWorkers(env: Record<string, string>): Promise<ChildProcess[]
 }
 
 async function stopWorkers(workers: ChildProcess[]): Promise<void> {
-  await Promise.all(workers.map((w) => new Promise<void>((resolve) => {
-    if (w.exitCode !== null || w.signalCode !== null) return resolve();
-    w.once("exit", () => resolve());
-    w.send({ type: "exit" });
-    setTimeout(() => { if (w.exitCode === null && w.pid !== undefined) process.kill(w.pid, "SIGKILL"); }, 5000).unref();
-  })));
+  await Promise.all(workers.map((w) =>
+    new Promise<void>((resolve) => {
+      if (w.exitCode !== null || w.signalCode !== null) return resolve();
+      w.once("exit", () => resolve());
+      w.send({ type: "exit" });
+      setTimeout(() => {
+        if (w.exitCode === null && w.pid !== undefined) process.kill(w.pid, "SIGKILL");
+      }, 5000).unref();
+    })
+  ));
 }
 
 async function runEverywhere(workers: ChildProcess[], message: RunMessage): Promise<number> {
@@ -93,13 +99,30 @@ describe.each(["tcp", "upstash"] as const)("exactness under concurrency: %s", (t
     expect(allowed).toBe(LIMIT);
   }, 60_000);
 
-  it(`several policies (two of one kind), ${PROCESSES} processes × ${CALLS} concurrent limit(): exactly the tightest limit, every policy charged alike`, async () => {
-    const kinds = [...KINDS, "sliding-log"] as PolicyKind[];
-    const limits = [130, 120, 140, 150, LIMIT];
-    const prefix = uniquePrefix();
-    const allowed = await runEverywhere(workers, { type: "run", kind: "fixed-window", kinds, limits, prefix, key: "hot", limit: LIMIT, calls: CALLS });
-    expect(allowed).toBe(LIMIT);
-    const peek = await createRateLimiter({ policy: kinds.map((kind, i) => hourly(kind, limits[i]!, `p${i}`)), store: inspector(redis), prefix }).peek("hot");
-    expect(peek.policies.map((p) => p.limit - p.remaining)).toEqual(limits.map(() => LIMIT));
-  }, 60_000);
+  it(
+    `several policies (two of one kind), ${PROCESSES} processes × ${CALLS} concurrent limit(): exactly the tightest limit, every policy charged alike`,
+    async () => {
+      const kinds = [...KINDS, "sliding-log"] as PolicyKind[];
+      const limits = [130, 120, 140, 150, LIMIT];
+      const prefix = uniquePrefix();
+      const allowed = await runEverywhere(workers, {
+        type: "run",
+        kind: "fixed-window",
+        kinds,
+        limits,
+        prefix,
+        key: "hot",
+        limit: LIMIT,
+        calls: CALLS,
+      });
+      expect(allowed).toBe(LIMIT);
+      const peek = await createRateLimiter({
+        policy: kinds.map((kind, i) => hourly(kind, limits[i]!, `p${i}`)),
+        store: inspector(redis),
+        prefix,
+      }).peek("hot");
+      expect(peek.policies.map((p) => p.limit - p.remaining)).toEqual(limits.map(() => LIMIT));
+    },
+    60_000,
+  );
 });

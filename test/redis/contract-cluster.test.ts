@@ -1,7 +1,7 @@
 /** The store contract on a 3-master Redis Cluster started here, through ioredis and node-redis. */
 import { afterAll, beforeAll } from "vitest";
 import { storeContract } from "../stores/store-contract.ts";
-import { startRedisCluster, type RedisCluster } from "../support/redis-server.ts";
+import { type RedisCluster, startRedisCluster } from "../support/redis-server.ts";
 import { clusterHarness, nodeRedisClusterHarness } from "./harness.ts";
 
 let cluster: RedisCluster;

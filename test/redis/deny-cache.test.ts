@@ -105,46 +105,60 @@ describe("deny cache on a real Redis: this process's refund or reset while a den
     await h?.close();
   });
 
-  it.each(["refund", "reset"] as const)("%s sent after the denied consume: the denial is not remembered (the store admits again)", async (op) => {
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1h" }), store: h.store("server"), prefix: uniquePrefix() });
-    expect((await limiter.limit("k")).allowed).toBe(true);
-    // One connection, so Redis runs them in this order: the consume is denied, then the
-    // refund/reset gives the unit back. The denial's reply arrives after the refund was sent.
-    const denied = limiter.limit("k");
-    const undo = op === "refund" ? limiter.refund("k") : limiter.reset("k");
-    expect((await denied).allowed).toBe(false);
-    await undo;
-    expect((await limiter.peek("k")).remaining).toBe(1);
-    expect((await limiter.limit("k")).allowed).toBe(true);
-  });
+  it.each(["refund", "reset"] as const)(
+    "%s sent after the denied consume: the denial is not remembered (the store admits again)",
+    async (op) => {
+      const limiter = createRateLimiter({
+        policy: fixedWindow({ limit: 1, window: "1h" }),
+        store: h.store("server"),
+        prefix: uniquePrefix(),
+      });
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      // One connection, so Redis runs them in this order: the consume is denied, then the
+      // refund/reset gives the unit back. The denial's reply arrives after the refund was sent.
+      const denied = limiter.limit("k");
+      const undo = op === "refund" ? limiter.refund("k") : limiter.reset("k");
+      expect((await denied).allowed).toBe(false);
+      await undo;
+      expect((await limiter.peek("k")).remaining).toBe(1);
+      expect((await limiter.limit("k")).allowed).toBe(true);
+    },
+  );
 
-  it.each(["refund", "reset"] as const)("%s sent before a consume but run after it (another connection, an HTTP request): the denial is not kept", async (op) => {
-    // Upstash's HTTP requests, a pool or a cluster do not keep this process's order: the undo
-    // (refund/reset, sent first) reaches Redis after the consume it raced with.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const slow = (delay: boolean) => (delay ? held : Promise.resolve());
-    const client = {
-      evalsha: async (sha: string, n: number, ...rest: string[]) => {
-        await slow(rest[n] === "-1");
-        return h.client.evalsha(sha, n, ...rest);
-      },
-      eval: async (source: string, n: number, ...rest: string[]) => {
-        await slow(rest[n] === "-1");
-        return h.client.eval(source, n, ...rest);
-      },
-      del: async (...keys: string[]) => {
-        await slow(true);
-        return h.client.del(...keys);
-      },
-    };
-    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1h" }), store: redisStore({ client }), prefix: uniquePrefix() });
-    expect((await limiter.limit("k")).allowed).toBe(true);
-    const undo = op === "refund" ? limiter.refund("k") : limiter.reset("k");
-    expect((await limiter.limit("k")).allowed).toBe(false); // Redis has not run the undo yet
-    release();
-    await undo;
-    expect((await limiter.peek("k")).remaining).toBe(1);
-    expect((await limiter.limit("k")).allowed).toBe(true); // the store admits: so must the limiter
-  });
+  it.each(["refund", "reset"] as const)(
+    "%s sent before a consume but run after it (another connection, an HTTP request): the denial is not kept",
+    async (op) => {
+      // Upstash's HTTP requests, a pool or a cluster do not keep this process's order: the undo
+      // (refund/reset, sent first) reaches Redis after the consume it raced with.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const slow = (delay: boolean) => (delay ? held : Promise.resolve());
+      const client = {
+        evalsha: async (sha: string, n: number, ...rest: string[]) => {
+          await slow(rest[n] === "-1");
+          return h.client.evalsha(sha, n, ...rest);
+        },
+        eval: async (source: string, n: number, ...rest: string[]) => {
+          await slow(rest[n] === "-1");
+          return h.client.eval(source, n, ...rest);
+        },
+        del: async (...keys: string[]) => {
+          await slow(true);
+          return h.client.del(...keys);
+        },
+      };
+      const limiter = createRateLimiter({
+        policy: fixedWindow({ limit: 1, window: "1h" }),
+        store: redisStore({ client }),
+        prefix: uniquePrefix(),
+      });
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      const undo = op === "refund" ? limiter.refund("k") : limiter.reset("k");
+      expect((await limiter.limit("k")).allowed).toBe(false); // Redis has not run the undo yet
+      release();
+      await undo;
+      expect((await limiter.peek("k")).remaining).toBe(1);
+      expect((await limiter.limit("k")).allowed).toBe(true); // the store admits: so must the limiter
+    },
+  );
 });

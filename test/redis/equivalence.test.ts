@@ -10,20 +10,20 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  fixedWindow,
-  memoryStore,
-  tokenBucket,
-  type PolicySet,
-  type RateLimitStore,
-} from "../../packages/core/src/index.ts";
+import { fixedWindow, memoryStore, type PolicySet, type RateLimitStore, tokenBucket } from "../../packages/core/src/index.ts";
 import { example, KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
-import { ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
+import { ioredisHarness, nodeRedisHarness, type RedisHarness, upstashHarness } from "./harness.ts";
 import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
 
 const T0 = 1_700_000_000_000;
-const policiesArb = policySets({ maxLimit: 8, windows: [1, 3, 10, 20, 50, 600], rates: [1, 0.5, 0.25, 0.2, 0.1], minPolicies: 1, maxPolicies: 3 });
+const policiesArb = policySets({
+  maxLimit: 8,
+  windows: [1, 3, 10, 20, 50, 600],
+  rates: [1, 0.5, 0.25, 0.2, 0.1],
+  minPolicies: 1,
+  maxPolicies: 3,
+});
 
 type Op =
   | { kind: "consume"; key: string; cost: number; dt: number }

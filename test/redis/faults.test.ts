@@ -5,7 +5,7 @@ import { Redis as IORedis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRateLimiter, redisStore, upstashStore } from "../../packages/core/src/index.ts";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { startUpstashBridge } from "@floodgate/upstash-local";
 import { clearOfHourBoundary, hourly, uniquePrefix } from "../stores/store-contract.ts";
 
@@ -41,7 +41,11 @@ describe("replies of an unexpected shape are a STORE_ERROR, never a decision", (
     const client = createClient({ socket: { host: redis.host, port: redis.port }, RESP: 3 });
     await client.connect();
     try {
-      const limiter = createRateLimiter({ policy: [hourly("fixed-window", 2), hourly("sliding-log", 5, "b")], store: redisStore({ client }), prefix: uniquePrefix() });
+      const limiter = createRateLimiter({
+        policy: [hourly("fixed-window", 2), hourly("sliding-log", 5, "b")],
+        store: redisStore({ client }),
+        prefix: uniquePrefix(),
+      });
       expect((await limiter.limit("a")).allowed).toBe(true);
       expect((await limiter.limit("a")).remaining).toBe(0);
       const denied = await limiter.limit("a");
@@ -92,12 +96,16 @@ async function replyDroppingProxy(target: RedisInstance): Promise<{ port: number
 }
 
 describe("only a NOSCRIPT reply leads to EVAL", () => {
-  it("upstash: a failed request whose error text echoes an identifier containing \"noscript\" is not retried (the script may have run)", async () => {
+  it('upstash: a failed request whose error text echoes an identifier containing "noscript" is not retried (the script may have run)', async () => {
     const proxy = await replyDroppingProxy(redis);
     const bridge = await startUpstashBridge({ redis: { host: "127.0.0.1", port: proxy.port } });
     try {
       const client = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false, retry: { retries: 0 } });
-      const limiter = createRateLimiter({ policy: hourly("fixed-window", 5), store: upstashStore({ redis: client }), prefix: uniquePrefix() });
+      const limiter = createRateLimiter({
+        policy: hourly("fixed-window", 5),
+        store: upstashStore({ redis: client }),
+        prefix: uniquePrefix(),
+      });
       expect((await limiter.limit("NoScript fan")).remaining).toBe(4); // the script is loaded now
       proxy.dropNextReply();
       const error = await limiter.limit("NoScript fan").catch((e: unknown) => e);
@@ -117,7 +125,11 @@ describe("only a NOSCRIPT reply leads to EVAL", () => {
     try {
       for (const enableAutoPipelining of [true, false]) {
         const client = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false, enableAutoPipelining });
-        const limiter = createRateLimiter({ policy: hourly("sliding-window", 5), store: upstashStore({ redis: client }), prefix: uniquePrefix() });
+        const limiter = createRateLimiter({
+          policy: hourly("sliding-window", 5),
+          store: upstashStore({ redis: client }),
+          prefix: uniquePrefix(),
+        });
         await admin.script("FLUSH");
         expect((await limiter.limit("a")).remaining).toBe(4);
         await admin.script("FLUSH");
@@ -140,7 +152,11 @@ describe("redis-server killed and restarted", () => {
     client.on("error", () => {});
     await client.connect();
     try {
-      const limiter = createRateLimiter({ policy: hourly("fixed-window", 3), store: redisStore({ client, denyCache: false }), prefix: uniquePrefix() });
+      const limiter = createRateLimiter({
+        policy: hourly("fixed-window", 3),
+        store: redisStore({ client, denyCache: false }),
+        prefix: uniquePrefix(),
+      });
       expect((await limiter.limit("a")).remaining).toBe(2);
       expect((await limiter.limit("a")).remaining).toBe(1);
       server.kill("SIGKILL");

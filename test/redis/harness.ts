@@ -5,8 +5,8 @@
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { Cluster, Redis as IORedis } from "ioredis";
 import { createClient, createCluster } from "redis";
-import { redisStore, upstashStore, type RedisScriptStore } from "../../packages/core/src/index.ts";
-import { startRedis, startRedisCluster, type RedisCluster, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisScriptStore, redisStore, upstashStore } from "../../packages/core/src/index.ts";
+import { type RedisCluster, type RedisInstance, startRedis, startRedisCluster } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "../../packages/upstash-local/src/index.ts";
 import type { StoreHarness } from "../stores/store-contract.ts";
 
@@ -22,8 +22,7 @@ export interface UpstashHarness extends RedisHarness {
   client: UpstashRedis;
 }
 
-const pttlOf = (admin: IORedis | Cluster) => async (keys: string[]): Promise<number[]> =>
-  Promise.all(keys.map((k) => admin.pttl(k)));
+const pttlOf = (admin: IORedis | Cluster) => async (keys: string[]): Promise<number[]> => Promise.all(keys.map((k) => admin.pttl(k)));
 
 export async function ioredisHarness(): Promise<RedisHarness & { redis: RedisInstance; client: IORedis }> {
   const redis = await startRedis();

@@ -6,7 +6,10 @@ import { baseKey } from "../../packages/core/src/stores/redis/script-store.ts";
 const utf8 = (s: string): string => Buffer.from(s, "utf8").toString("hex");
 // Identifiers built from the characters that matter: escapes, braces, separators, surrogates (paired or not), U+FFFD.
 const idArb = fc
-  .array(fc.constantFrom("%", "}", "{", ":", "7", "D", "2", "5", "u", "\uD800", "\uDC00", "\uDBFF", "\uDFFF", "\uFFFD", "\u{1F600}", "é", "a"), { minLength: 1, maxLength: 8 })
+  .array(
+    fc.constantFrom("%", "}", "{", ":", "7", "D", "2", "5", "u", "\uD800", "\uDC00", "\uDBFF", "\uDFFF", "\uFFFD", "\u{1F600}", "é", "a"),
+    { minLength: 1, maxLength: 8 },
+  )
   .map((parts) => parts.join(""));
 
 it("distinct identifiers give distinct key bytes", () => {

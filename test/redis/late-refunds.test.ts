@@ -10,12 +10,19 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRateLimiter, memoryStore, type Charge, type Decision, type Policy, type RateLimitStore } from "../../packages/core/src/index.ts";
+import {
+  type Charge,
+  createRateLimiter,
+  type Decision,
+  memoryStore,
+  type Policy,
+  type RateLimitStore,
+} from "../../packages/core/src/index.ts";
 import { MultiModel } from "../core/models.ts";
 import { example, KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { kvStore, VersionedMap } from "../stores/kv-store.ts";
-import { clusterHarness, ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
+import { clusterHarness, ioredisHarness, nodeRedisHarness, type RedisHarness, upstashHarness } from "./harness.ts";
 import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
 
 const T0 = 1_700_000_000_000;
@@ -30,7 +37,10 @@ const keyArb = fc.constantFrom("a", "b");
 // Mostly small steps, so that windows change and buckets refill between a charge and its refund.
 const dtArb = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 3 }), fc.integer({ min: 4, max: 12 })).map((n) => n * GRAIN_MS);
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("consume" as const), key: keyArb, cost: fc.integer({ min: 1, max: 3 }), dt: dtArb }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant("consume" as const), key: keyArb, cost: fc.integer({ min: 1, max: 3 }), dt: dtArb }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("refund" as const), pick: fc.nat(), part: fc.nat(), dt: dtArb }) },
 );
 
@@ -64,7 +74,15 @@ async function check(stores: RateLimitStore[], policies: Policy[], start: number
       for (const limiter of limiters) decisions.push(await limiter.limit(step.key, { cost: step.cost }));
       const [reference, ...others] = decisions.map(plain);
       for (const [s, other] of others.entries()) expect(other, `step ${n}: ${stores[s + 1]!.name} vs memory`).toEqual(reference);
-      if (decisions[0]!.allowed) admissions.push({ key: step.key, at: now, cost: step.cost, charges: decisions.map((d) => d.charge), refunded: 0 });
+      if (decisions[0]!.allowed) {
+        admissions.push({
+          key: step.key,
+          at: now,
+          cost: step.cost,
+          charges: decisions.map((d) => d.charge),
+          refunded: 0,
+        });
+      }
     } else {
       // A charge is refunded once (in whole or in part), as the HTTP layer does.
       const open = admissions.filter((a) => a.refunded === 0);
@@ -79,7 +97,10 @@ async function check(stores: RateLimitStore[], policies: Policy[], start: number
     for (const a of admissions) {
       if (a.key !== key || a.refunded === a.cost) continue;
       const kept = a.cost - a.refunded;
-      expect(model.limit(a.at, kept).allowed, `step ${n}: ${kept} of the admission at +${a.at - start} ms, replayed without the refunded units`).toBe(true);
+      expect(
+        model.limit(a.at, kept).allowed,
+        `step ${n}: ${kept} of the admission at +${a.at - start} ms, replayed without the refunded units`,
+      ).toBe(true);
     }
     const peeks: Decision[] = [];
     for (const limiter of limiters) peeks.push(await limiter.peek(key));
@@ -87,7 +108,9 @@ async function check(stores: RateLimitStore[], policies: Policy[], start: number
     for (const [s, other] of others.entries()) expect(other, `step ${n}: peek, ${stores[s + 1]!.name} vs memory`).toEqual(reference);
     const bound = model.models.map((m) => m.remaining(now));
     for (const [p, figures] of peeks[0]!.policies.entries()) {
-      expect(figures.remaining, `step ${n}: ${figures.policy} remaining at most what the kept admissions leave`).toBeLessThanOrEqual(bound[p]!);
+      expect(figures.remaining, `step ${n}: ${figures.policy} remaining at most what the kept admissions leave`).toBeLessThanOrEqual(
+        bound[p]!,
+      );
     }
   }
 }
@@ -110,7 +133,9 @@ describe.each(KINDS)("late refunds, %s alone: memory store", (kind) => {
   it("keep every unrefunded admission within the exact algorithm", async () => {
     // A bucket refilled over `limit` × n grains, or a window of n grains.
     const one = fc.record({ limit: fc.integer({ min: 1, max: 4 }), n: fc.constantFrom(1, 2, 3, 5) })
-      .map(({ limit, n }) => [Object.freeze({ ...example(kind, limit, (kind === "token-bucket" ? limit : 1) * n * GRAIN_MS), name: "p0" })]);
+      .map((
+        { limit, n },
+      ) => [Object.freeze({ ...example(kind, limit, (kind === "token-bucket" ? limit : 1) * n * GRAIN_MS), name: "p0" })]);
     await fc.assert(property(() => [memoryStore()], one), { numRuns: 300 });
   }, 60_000);
 });

@@ -7,9 +7,9 @@
 import { Redis as IORedis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRateLimiter, redisStore, slidingWindow, type PolicyKind } from "../../packages/core/src/index.ts";
+import { createRateLimiter, type PolicyKind, redisStore, slidingWindow } from "../../packages/core/src/index.ts";
 import { policyFingerprint } from "../../packages/core/src/http/namespace.ts";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { hourly } from "../stores/store-contract.ts";
 
 const IDENTIFIERS = ["u1", "10.0.0.1", "203.0.113.42", "user:1234567", "2001:db8:85a3::8a2e:370:7334"];
@@ -54,7 +54,12 @@ describe("Redis memory per identifier", () => {
       const baseline = await rlf(id);
       // Sliding counter with both windows populated and a 1 s window (a 10-digit window index).
       let now = 1_700_000_000_000;
-      const sliding = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1s" }), store: redisStore({ client, clock: "local" }), prefix: "fg:", clock: () => now });
+      const sliding = createRateLimiter({
+        policy: slidingWindow({ limit: 100, window: "1s" }),
+        store: redisStore({ client, clock: "local" }),
+        prefix: "fg:",
+        clock: () => now,
+      });
       for (let i = 0; i < 100; i++) await sliding.limit(id);
       now += 1900;
       for (let i = 0; i < 90; i++) expect((await sliding.limit(id)).allowed).toBe(true);
@@ -72,7 +77,13 @@ describe("Redis memory per identifier", () => {
       expect(fw, `fixed window for ${id}`).toBeLessThanOrEqual(baseline);
       expect(sw, `sliding window for ${id}`).toBeLessThanOrEqual(2 * baseline);
     }
-    console.log(["| identifier | RLF fixed window | token bucket | fixed window | sliding window (1 h / 1 s, both windows) | sliding log (1 entry) | sliding log (100 entries) |", "|---|---|---|---|---|---|---|", ...rows].join("\n"));
+    console.log(
+      [
+        "| identifier | RLF fixed window | token bucket | fixed window | sliding window (1 h / 1 s, both windows) | sliding log (1 entry) | sliding log (100 entries) |",
+        "|---|---|---|---|---|---|---|",
+        ...rows,
+      ].join("\n"),
+    );
   });
 
   // A middleware without `prefix` counts under `fg:<6-character fingerprint of its policies>:`.
@@ -95,6 +106,10 @@ describe("Redis memory per identifier", () => {
       }
       rows.push(`| \`${id}\` | ${baseline} | ${figures.join(" | ")} |`);
     }
-    console.log(["| identifier | RLF fixed window | token bucket (middleware) | fixed window (middleware) |", "|---|---|---|---|", ...rows].join("\n"));
+    console.log(
+      ["| identifier | RLF fixed window | token bucket (middleware) | fixed window (middleware) |", "|---|---|---|---|", ...rows].join(
+        "\n",
+      ),
+    );
   });
 });

@@ -11,15 +11,15 @@ import {
   createRateLimiter,
   fixedWindow,
   memoryStore,
+  type Policy,
+  type PolicySet,
   slidingLog,
   slidingWindow,
   tokenBucket,
-  type Policy,
-  type PolicySet,
 } from "../../packages/core/src/index.ts";
 import { retentionMs } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
-import { ioredisHarness, nodeRedisHarness, upstashHarness, type RedisHarness } from "./harness.ts";
+import { ioredisHarness, nodeRedisHarness, type RedisHarness, upstashHarness } from "./harness.ts";
 import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
 
 const T0 = 1_700_000_000_000;
@@ -35,7 +35,9 @@ const opArb = (backwards: boolean): fc.Arbitrary<Op> =>
   fc.record({
     // A refund to a full token bucket keeps the key 1 ms: with the clock then stepping back, the
     // memory store remembers it and Redis does not (as in equivalence.test.ts, no refunds then).
-    kind: backwards ? fc.constantFrom("consume", "consume", "consume", "peek", "reset") : fc.constantFrom("consume", "consume", "consume", "peek", "refund", "reset"),
+    kind: backwards
+      ? fc.constantFrom("consume", "consume", "consume", "peek", "reset")
+      : fc.constantFrom("consume", "consume", "consume", "peek", "refund", "reset"),
     key: fc.constantFrom("a", "b"),
     cost: fc.integer({ min: 1, max: 7 }),
     dt: (backwards ? fc.integer({ min: -15, max: 30 }) : fc.integer({ min: 0, max: 30 })).map((n) => n * GRAIN_MS),
@@ -56,50 +58,60 @@ describe.each(FLAVOURS)("several policies on Redis: %s", (_name, setup) => {
     await h?.close();
   });
 
-  it.each([false, true])("random traces: same figures as the memory store, every key's TTL bounded, only the identifier's keys (clock back: %s)", async (backwards) => {
-    await fc.assert(
-      fc.asyncProperty(policiesArb, fc.array(opArb(backwards), { minLength: 1, maxLength: 30 }), async (policies, ops) => {
-        const prefix = uniquePrefix();
-        const set: PolicySet = Object.freeze({ prefix, policies: Object.freeze(policies) });
-        const reference = memoryStore();
-        const subject = h.store("local", { denyCache: false });
-        let now = T0;
-        let newest = T0;
-        // Injected time does not age keys in Redis: a TTL is checked at the step that set it.
-        const seen = new Map<string, number>();
-        for (const [step, op] of ops.entries()) {
-          now += op.dt;
-          newest = Math.max(newest, now);
-          const where = `step ${step}: ${op.kind} ${op.key} cost ${op.cost} at +${now - T0}`;
-          if (op.kind === "consume") expect([...(await subject.consume(set, op.key, op.cost, now))], where).toEqual([...(await reference.consume(set, op.key, op.cost, now))]);
-          else if (op.kind === "peek") expect([...(await subject.peek(set, op.key, now))], where).toEqual([...(await reference.peek(set, op.key, now))]);
-          else if (op.kind === "refund") {
-            await subject.refund(set, op.key, op.cost, now);
-            reference.refund(set, op.key, op.cost, now);
-          } else {
-            await subject.reset(set, op.key);
-            reference.reset(set, op.key);
+  it.each([false, true])(
+    "random traces: same figures as the memory store, every key's TTL bounded, only the identifier's keys (clock back: %s)",
+    async (backwards) => {
+      await fc.assert(
+        fc.asyncProperty(policiesArb, fc.array(opArb(backwards), { minLength: 1, maxLength: 30 }), async (policies, ops) => {
+          const prefix = uniquePrefix();
+          const set: PolicySet = Object.freeze({ prefix, policies: Object.freeze(policies) });
+          const reference = memoryStore();
+          const subject = h.store("local", { denyCache: false });
+          let now = T0;
+          let newest = T0;
+          // Injected time does not age keys in Redis: a TTL is checked at the step that set it.
+          const seen = new Map<string, number>();
+          for (const [step, op] of ops.entries()) {
+            now += op.dt;
+            newest = Math.max(newest, now);
+            const where = `step ${step}: ${op.kind} ${op.key} cost ${op.cost} at +${now - T0}`;
+            if (op.kind === "consume") {
+              expect([...(await subject.consume(set, op.key, op.cost, now))], where).toEqual([
+                ...(await reference.consume(set, op.key, op.cost, now)),
+              ]);
+            } else if (op.kind === "peek") {
+              expect([...(await subject.peek(set, op.key, now))], where).toEqual([...(await reference.peek(set, op.key, now))]);
+            } else if (op.kind === "refund") {
+              await subject.refund(set, op.key, op.cost, now);
+              reference.refund(set, op.key, op.cost, now);
+            } else {
+              await subject.reset(set, op.key);
+              reference.reset(set, op.key);
+            }
+            const keys = (await h.admin.keys(`${prefix}*`)).sort();
+            for (const k of keys) {
+              const m = /^.*\{(a|b)\}(?::(\d+))?$/.exec(k);
+              expect(m, `${where}: unexpected key ${k}`).not.toBeNull();
+              const index = m![2] === undefined ? 0 : Number(m![2]);
+              expect(index, `${where}: key ${k} beyond the policies`).toBeLessThan(policies.length);
+              if (op.kind === "reset") expect(m![1], `${where}: ${k} survived its reset`).not.toBe(op.key);
+              const ttl = await h.admin.pttl(k);
+              // 0 or -2: a state refunded to empty is kept 1 ms (PX 1) and may have just expired.
+              expect(ttl, `${where}: ${k} has no TTL`).not.toBe(-1);
+              const before = seen.get(k);
+              seen.set(k, ttl);
+              if (before !== undefined && Math.abs(before - ttl) <= 20) continue;
+              expect(ttl, `${where}: ${k} (${policies[index]!.kind}) TTL`).toBeLessThanOrEqual(
+                needMs(policies[index]!) + (newest - now) + 1,
+              );
+            }
           }
-          const keys = (await h.admin.keys(`${prefix}*`)).sort();
-          for (const k of keys) {
-            const m = /^.*\{(a|b)\}(?::(\d+))?$/.exec(k);
-            expect(m, `${where}: unexpected key ${k}`).not.toBeNull();
-            const index = m![2] === undefined ? 0 : Number(m![2]);
-            expect(index, `${where}: key ${k} beyond the policies`).toBeLessThan(policies.length);
-            if (op.kind === "reset") expect(m![1], `${where}: ${k} survived its reset`).not.toBe(op.key);
-            const ttl = await h.admin.pttl(k);
-            // 0 or -2: a state refunded to empty is kept 1 ms (PX 1) and may have just expired.
-            expect(ttl, `${where}: ${k} has no TTL`).not.toBe(-1);
-            const before = seen.get(k);
-            seen.set(k, ttl);
-            if (before !== undefined && Math.abs(before - ttl) <= 20) continue;
-            expect(ttl, `${where}: ${k} (${policies[index]!.kind}) TTL`).toBeLessThanOrEqual(needMs(policies[index]!) + (newest - now) + 1);
-          }
-        }
-      }),
-      { numRuns: backwards ? 60 : 100 },
-    );
-  }, 180_000);
+        }),
+        { numRuns: backwards ? 60 : 100 },
+      );
+    },
+    180_000,
+  );
 
   it("many concurrent calls with several policies charge all or none (server time)", async () => {
     const prefix = uniquePrefix();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRateLimiter, FloodgateError, redisStore, upstashStore } from "../../packages/core/src/index.ts";
 import { freePort } from "../support/redis-server.ts";
 import { hourly, uniquePrefix } from "../stores/store-contract.ts";
-import { upstashHarness, type UpstashHarness } from "./harness.ts";
+import { type UpstashHarness, upstashHarness } from "./harness.ts";
 
 function invalid(fn: () => unknown): FloodgateError {
   try {
@@ -26,14 +26,22 @@ describe("options", () => {
     expect(invalid(() => upstashStore({ redis: 42 } as never)).message).toMatch(/`redis`: received 42/);
     const clock = invalid(() => upstashStore({ redis: fakeUpstash, clock: "utc" as never }));
     expect(clock.message).toMatch(/`clock`.*"utc".*"server" \(default\) or "local"/);
-    expect(invalid(() => upstashStore({ redis: fakeUpstash, denyCache: "yes" as never })).message).toMatch(/`denyCache`.*"yes".*true \(default\) or false/);
-    expect(invalid(() => upstashStore({ redis: fakeUpstash, denyCacheMaxKeys: 0 })).message).toMatch(/`denyCacheMaxKeys`.*received 0.*whole number/);
-    expect(invalid(() => upstashStore({ redis: fakeUpstash, clok: "local" } as never)).message).toMatch(/unknown option `clok`.*accepted options: redis, clock, denyCache, denyCacheMaxKeys/);
+    expect(invalid(() => upstashStore({ redis: fakeUpstash, denyCache: "yes" as never })).message).toMatch(
+      /`denyCache`.*"yes".*true \(default\) or false/,
+    );
+    expect(invalid(() => upstashStore({ redis: fakeUpstash, denyCacheMaxKeys: 0 })).message).toMatch(
+      /`denyCacheMaxKeys`.*received 0.*whole number/,
+    );
+    expect(invalid(() => upstashStore({ redis: fakeUpstash, clok: "local" } as never)).message).toMatch(
+      /unknown option `clok`.*accepted options: redis, clock, denyCache, denyCacheMaxKeys/,
+    );
     expect(invalid(() => upstashStore(undefined as never)).message).toMatch(/expected an options object/);
   });
 
   it("redisStore names the option, the value received and what is accepted", () => {
-    expect(invalid(() => redisStore({ client: "redis://x" } as never)).message).toMatch(/`client`: received "redis:\/\/x"; expected an ioredis/);
+    expect(invalid(() => redisStore({ client: "redis://x" } as never)).message).toMatch(
+      /`client`: received "redis:\/\/x"; expected an ioredis/,
+    );
     expect(invalid(() => redisStore({ client: {} } as never)).message).toMatch(/`client`: received an object/);
     expect(invalid(() => redisStore({ client: fakeIORedis, clock: 5 as never })).message).toMatch(/`clock`: received 5/);
     expect(redisStore({ client: fakeIORedis }).ownsClock).toBe(true);
@@ -44,7 +52,10 @@ describe("options", () => {
   it("rejects a fixed window whose count cannot be packed exactly", async () => {
     const store = redisStore({ client: fakeIORedis });
     const limiter = createRateLimiter({ policy: { ...hourly("fixed-window", 1), limit: 2 ** 33 }, store });
-    await expect(limiter.limit("x")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/fixed-window limits up to 4294967296/) });
+    await expect(limiter.limit("x")).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringMatching(/fixed-window limits up to 4294967296/),
+    });
   });
 });
 
@@ -95,7 +106,15 @@ describe("store failures surface as STORE_ERROR with the cause attached", () => 
     const client = new IORedis(h.redis.port, h.redis.host);
     try {
       const prefix = uniquePrefix();
-      const kinds = ["fixed-window", "sliding-log", "sliding-window", "sliding-log", "token-bucket", "sliding-window", "fixed-window"] as const;
+      const kinds = [
+        "fixed-window",
+        "sliding-log",
+        "sliding-window",
+        "sliding-log",
+        "token-bucket",
+        "sliding-window",
+        "fixed-window",
+      ] as const;
       for (const kind of kinds) {
         const limiter = createRateLimiter({ policy: hourly(kind, 5), store: redisStore({ client }), prefix });
         const d = await limiter.limit("same", { cost: 2 });
@@ -123,7 +142,10 @@ describe("a client that rejects with something other than an Error", () => {
     async (_what, reason) => {
       // The client is the caller's; this one stands for any client whose promise rejects oddly.
       const reject = (): Promise<never> => Promise.reject(reason);
-      const limiter = createRateLimiter({ policy: hourly("fixed-window", 5), store: redisStore({ client: { evalsha: reject, eval: reject, del: reject } }) });
+      const limiter = createRateLimiter({
+        policy: hourly("fixed-window", 5),
+        store: redisStore({ client: { evalsha: reject, eval: reject, del: reject } }),
+      });
       const error = await limiter.limit("x").catch((e: unknown) => e);
       expect(error).toBeInstanceOf(FloodgateError);
       expect(error).toMatchObject({ code: "STORE_ERROR", message: expect.stringMatching(/^redis store: consume failed: /) });

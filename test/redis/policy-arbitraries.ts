@@ -5,7 +5,7 @@
  * expires a key the memory store still counts.
  */
 import fc from "fast-check";
-import { tokenBucket, type Policy } from "../../packages/core/src/index.ts";
+import { type Policy, tokenBucket } from "../../packages/core/src/index.ts";
 import { example, KINDS } from "../support/kinds.ts";
 
 export const GRAIN_MS = 1000;

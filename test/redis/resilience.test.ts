@@ -7,7 +7,7 @@ import { Redis as IORedis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createRateLimiter, FloodgateError, redisStore, resilientStore } from "../../packages/core/src/index.ts";
 import { createHttpRateLimiter } from "../../packages/core/src/http/index.ts";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { clearOfHourBoundary, hourly, uniquePrefix } from "../stores/store-contract.ts";
 
 const ACCESS = { method: () => "GET", path: () => "/x", header: () => undefined };
@@ -48,7 +48,13 @@ afterEach(async () => {
 describe("a stalled redis-server (SIGSTOP)", () => {
   it("with the defaults: 3,000 concurrent calls are all answered within the 1,000 ms deadline, at most 1,000 in flight; then it recovers", async () => {
     const lines: string[] = [];
-    const store = resilientStore(redisStore({ client, denyCache: false }), { logger: { warn: (m) => { lines.push(m); } } });
+    const store = resilientStore(redisStore({ client, denyCache: false }), {
+      logger: {
+        warn: (m) => {
+          lines.push(m);
+        },
+      },
+    });
     const limiter = createRateLimiter({ policy: hourly("fixed-window", 100_000), store, prefix: uniquePrefix() });
     expect((await limiter.limit("a")).allowed).toBe(true);
 
@@ -80,7 +86,12 @@ describe("a stalled redis-server (SIGSTOP)", () => {
   });
 
   it("breaker off: in-flight calls stay at the bound and every call is answered by its deadline", async () => {
-    const store = resilientStore(redisStore({ client, denyCache: false }), { timeoutMs: 200, circuitBreaker: false, maxInFlight: 500, logger: false });
+    const store = resilientStore(redisStore({ client, denyCache: false }), {
+      timeoutMs: 200,
+      circuitBreaker: false,
+      maxInFlight: 500,
+      logger: false,
+    });
     const limiter = createRateLimiter({ policy: hourly("sliding-window", 100_000), store, prefix: uniquePrefix() });
     await limiter.limit("a");
     redis.kill("SIGSTOP");
@@ -129,14 +140,20 @@ describe("cold start", () => {
         prefix: uniquePrefix(),
         timeoutMs: 200,
         circuitBreaker: { failures: 1 },
-        onStoreError: (error) => { codes.push(error.code); },
+        onStoreError: (error) => {
+          codes.push(error.code);
+        },
         logger: { warn: () => {} },
         warnings: false,
       },
       ACCESS,
     );
     redis.kill("SIGSTOP");
-    const first = await Promise.all([http.decideRequest({}, "192.0.2.1"), http.decideRequest({}, "192.0.2.2"), http.decideRequest({}, "192.0.2.3")]);
+    const first = await Promise.all([
+      http.decideRequest({}, "192.0.2.1"),
+      http.decideRequest({}, "192.0.2.2"),
+      http.decideRequest({}, "192.0.2.3"),
+    ]);
     expect(first.map((r) => r?.info.source)).toEqual(["fallback", "fallback", "fallback"]);
     expect(codes).toEqual(["STORE_TIMEOUT", "STORE_TIMEOUT", "STORE_TIMEOUT"]);
     redis.kill("SIGCONT");

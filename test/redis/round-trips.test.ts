@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRateLimiter, type PolicyKind } from "../../packages/core/src/index.ts";
 import { hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
-import { ioredisHarness, upstashHarness, type RedisHarness, type UpstashHarness } from "./harness.ts";
+import { ioredisHarness, type RedisHarness, type UpstashHarness, upstashHarness } from "./harness.ts";
 
 async function commandCalls(h: RedisHarness): Promise<Record<string, number>> {
   const info = (await h.admin.info("commandstats")) as string;
@@ -24,23 +24,28 @@ describe("upstashStore round trips (bridge request counter)", () => {
     await h?.close();
   });
 
-  it.each([...KINDS, "multi" as const])("%s: exactly one HTTP request per decision in steady state; after SCRIPT FLUSH one extra, once", async (kind) => {
-    const policy = kind === "multi" ? [hourly("token-bucket", 1000, "a"), hourly("sliding-log", 1000, "b")] : hourly(kind as PolicyKind, 1000);
-    const limiter = createRateLimiter({ policy, store: h.store("server"), prefix: uniquePrefix() });
-    await limiter.limit("warm");
-    h.bridge.resetCounters();
-    for (let i = 0; i < 20; i++) expect((await limiter.limit(`id${i % 3}`)).allowed).toBe(true);
-    expect(h.bridge.requests.total).toBe(20);
+  it.each([...KINDS, "multi" as const])(
+    "%s: exactly one HTTP request per decision in steady state; after SCRIPT FLUSH one extra, once",
+    async (kind) => {
+      const policy = kind === "multi"
+        ? [hourly("token-bucket", 1000, "a"), hourly("sliding-log", 1000, "b")]
+        : hourly(kind as PolicyKind, 1000);
+      const limiter = createRateLimiter({ policy, store: h.store("server"), prefix: uniquePrefix() });
+      await limiter.limit("warm");
+      h.bridge.resetCounters();
+      for (let i = 0; i < 20; i++) expect((await limiter.limit(`id${i % 3}`)).allowed).toBe(true);
+      expect(h.bridge.requests.total).toBe(20);
 
-    await h.admin.script("FLUSH");
-    h.bridge.resetCounters();
-    expect((await limiter.limit("after-flush")).allowed).toBe(true);
-    expect(h.bridge.requests.total).toBe(2);
-    h.bridge.resetCounters();
-    for (let i = 0; i < 5; i++) await limiter.limit("after-flush");
-    await limiter.peek("after-flush");
-    expect(h.bridge.requests.total).toBe(6);
-  });
+      await h.admin.script("FLUSH");
+      h.bridge.resetCounters();
+      expect((await limiter.limit("after-flush")).allowed).toBe(true);
+      expect(h.bridge.requests.total).toBe(2);
+      h.bridge.resetCounters();
+      for (let i = 0; i < 5; i++) await limiter.limit("after-flush");
+      await limiter.peek("after-flush");
+      expect(h.bridge.requests.total).toBe(6);
+    },
+  );
 
   it("a denied identifier is answered locally, with zero requests, until its retry time", async () => {
     let now = 1_700_002_800_000 + 5000; // 5 s into an hour
@@ -77,7 +82,11 @@ describe("upstashStore round trips (bridge request counter)", () => {
   });
 
   it("with the deny cache off, every decision is one request", async () => {
-    const limiter = createRateLimiter({ policy: hourly("token-bucket", 2), store: h.store("server", { denyCache: false }), prefix: uniquePrefix() });
+    const limiter = createRateLimiter({
+      policy: hourly("token-bucket", 2),
+      store: h.store("server", { denyCache: false }),
+      prefix: uniquePrefix(),
+    });
     await limiter.peek("n"); // loads the script
     h.bridge.resetCounters();
     for (let i = 0; i < 10; i++) await limiter.limit("n");
@@ -85,7 +94,11 @@ describe("upstashStore round trips (bridge request counter)", () => {
   });
 
   it("reset is one request (a DEL of exactly the identifier's keys, no SCAN)", async () => {
-    const limiter = createRateLimiter({ policy: [hourly("token-bucket", 2, "a"), hourly("fixed-window", 2, "b")], store: h.store("server"), prefix: uniquePrefix() });
+    const limiter = createRateLimiter({
+      policy: [hourly("token-bucket", 2, "a"), hourly("fixed-window", 2, "b")],
+      store: h.store("server"),
+      prefix: uniquePrefix(),
+    });
     await limiter.limit("x");
     const before = await commandCalls(h);
     h.bridge.resetCounters();

@@ -95,7 +95,9 @@ describe("npm run version-packages", () => {
       expect(is.length, file).toBe(was.length);
       const changed = is.filter((line, i) => line !== was[i]);
       expect(changed.length, file).toBeGreaterThan(0);
-      for (const line of changed) expect(line, file).toMatch(new RegExp(`^\\s+"(version|@floodgate/core)": "[^"]*${after.replaceAll(".", "\\.")}",?$`));
+      for (const line of changed) {
+        expect(line, file).toMatch(new RegExp(`^\\s+"(version|@floodgate/core)": "[^"]*${after.replaceAll(".", "\\.")}",?$`));
+      }
     }
   });
 

@@ -10,7 +10,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 import { bundle, CHROMIUM_MISSING, requireBuilt, requireChromium, requirePackage } from "./support.ts";
 
@@ -80,7 +80,11 @@ beforeAll(async () => {
     const { chromium } = await requirePackage("playwright-core", () => import("playwright-core"));
     requireBuilt(["core"]);
     const build = (misbehave: boolean): ReturnType<typeof bundle> =>
-      bundle("test/runtimes/browser/page.ts", { format: "iife", conditions: BROWSER_CONDITIONS, define: { __MISBEHAVE__: String(misbehave) } });
+      bundle("test/runtimes/browser/page.ts", {
+        format: "iife",
+        conditions: BROWSER_CONDITIONS,
+        define: { __MISBEHAVE__: String(misbehave) },
+      });
     const [good, bad] = await Promise.all([build(false), build(true)]);
     ({ inputs, code } = good);
     server = await serve({
@@ -126,7 +130,11 @@ describe("browser (headless Chromium): @floodgate/core from its dist, bundled fo
     expect(await page.evaluate("navigator.userAgent")).toMatch(/HeadlessChrome\/\d+/);
     // A real browser global scope: no Node globals for the bundle to lean on.
     expect(await page.evaluate("[typeof process, typeof Buffer, typeof require, typeof window, typeof document]")).toEqual([
-      "undefined", "undefined", "undefined", "object", "object",
+      "undefined",
+      "undefined",
+      "undefined",
+      "object",
+      "object",
     ]);
     expect(pageErrors).toEqual([]);
   });
@@ -153,7 +161,10 @@ describe("browser (headless Chromium): @floodgate/core from its dist, bundled fo
   for (const kind of Object.keys(EXACT_WAIT)) {
     it(`${kind} on the memory store, injected clock: admits exactly the limit, denies with retryAfterMs, peek, refund, reset`, async () => {
       const r = await run(kind);
-      expect(r.admitted.map((d: { allowed: boolean; remaining: number }) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [true, 0]]);
+      expect(r.admitted.map((d: { allowed: boolean; remaining: number }) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [
+        true,
+        0,
+      ]]);
       for (const d of r.admitted) {
         expect(d).toMatchObject({ limit: 3, retryAfterMs: 0, policy: NAMES[kind] });
       }
@@ -248,7 +259,10 @@ describe("browser (headless Chromium): @floodgate/core from its dist, bundled fo
     expect(inputs.some((f) => f.startsWith("node_modules/@upstash/redis/cloudflare"))).toBe(true);
     bridge!.resetCounters();
     const r = await run("upstash", { url: bridge!.url, token: bridge!.token, prefix: "browser:" });
-    expect(r.decisions.map((d: { allowed: boolean; remaining: number }) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [true, 0], [false, 0]]);
+    expect(r.decisions.map((d: { allowed: boolean; remaining: number }) => [d.allowed, d.remaining])).toEqual([[true, 2], [true, 1], [
+      true,
+      0,
+    ], [false, 0]]);
     expect(r.decisions[3]).toMatchObject({ policy: "upstash-log", limit: 3 });
     // The log's oldest entry leaves an hour after it was made, on the server's clock.
     expect(r.decisions[3].retryAfterMs).toBeGreaterThan(3_590_000);

@@ -4,7 +4,7 @@
 //   npx vitest run test/runtimes/edge-runtime.test.ts
 import type { EdgeRuntime } from "edge-runtime";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { bundle, requireBinary, requireBuilt, requirePackage, startBridge, type BridgeFixture } from "./support.ts";
+import { type BridgeFixture, bundle, requireBinary, requireBuilt, requirePackage, startBridge } from "./support.ts";
 
 const EDGE_CONDITIONS = ["edge-light", "worker", "browser", "import", "default"];
 

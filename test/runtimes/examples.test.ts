@@ -3,10 +3,10 @@
 // packages' dist and run on workerd (miniflare), on memory and on Upstash through the local bridge.
 // Fails (never skips) when a runtime is missing.
 //   npx vitest run test/runtimes/examples.test.ts
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import type { Miniflare } from "miniflare";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, bundle, requireBinary, requireBuilt, requirePackage, startBridge, type BridgeFixture } from "./support.ts";
+import { type BridgeFixture, bundle, requireBinary, requireBuilt, requirePackage, ROOT, startBridge } from "./support.ts";
 
 const children: ChildProcess[] = [];
 afterEach(async () => {
@@ -65,13 +65,21 @@ async function expectLimitedAfter(limit: number, url: string, body: unknown): Pr
 describe("examples/deno (Deno.serve)", () => {
   it("fetch.ts: withRateLimit, the client address from info.remoteAddr; 5 per minute then 429", async () => {
     const deno = requireBinary("deno");
-    const { base } = await start(deno, ["run", "--allow-net", "--allow-env=PORT", "examples/deno/fetch.ts"], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    const { base } = await start(
+      deno,
+      ["run", "--allow-net", "--allow-env=PORT", "examples/deno/fetch.ts"],
+      /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+    );
     await expectLimitedAfter(5, `${base}/hello`, { hello: "deno", path: "/hello" });
   });
 
   it("hono.ts: Hono + @floodgate/hono with hono/deno's getConnInfo; 5 per minute then 429", async () => {
     const deno = requireBinary("deno");
-    const { base } = await start(deno, ["run", "--allow-net", "--allow-env=PORT", "examples/deno/hono.ts"], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    const { base } = await start(
+      deno,
+      ["run", "--allow-net", "--allow-env=PORT", "examples/deno/hono.ts"],
+      /listening on (http:\/\/127\.0\.0\.1:\d+)/,
+    );
     await expectLimitedAfter(5, `${base}/api/hello`, (i: number) => ({ hello: "deno + hono", remaining: 4 - i }));
   });
 });
@@ -95,7 +103,10 @@ describe("examples/cloudflare-worker (workerd via miniflare)", () => {
       requireBinary("workerd", "miniflare");
       MiniflareClass = (await requirePackage("miniflare", () => import("miniflare"))).Miniflare;
       requireBuilt(["core", "hono"]);
-      const built = await bundle("examples/cloudflare-worker/src/index.ts", { format: "esm", conditions: ["workerd", "worker", "browser", "import", "default"] });
+      const built = await bundle("examples/cloudflare-worker/src/index.ts", {
+        format: "esm",
+        conditions: ["workerd", "worker", "browser", "import", "default"],
+      });
       expect(built.inputs).toContain("packages/hono/dist/index.js");
       code = built.code;
       fixture = await startBridge();

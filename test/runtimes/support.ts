@@ -7,7 +7,7 @@ import { build, type Metafile } from "esbuild";
 import { accessSync, constants as fsConstants, existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -17,7 +17,9 @@ export const bin = (name: string): string => path.join(ROOT, "node_modules", ".b
 export function requireBinary(name: "deno" | "bun" | "workerd" | "edge-runtime", npmPackage: string = name): string {
   const file = bin(name);
   if (!existsSync(file)) {
-    throw new Error(`${name} is required by this suite but ${file} is missing: install it with \`flock /tmp/floodgate-npm.lock npm i -D -E ${npmPackage}\` (or \`npm ci\`) from the repository root`);
+    throw new Error(
+      `${name} is required by this suite but ${file} is missing: install it with \`flock /tmp/floodgate-npm.lock npm i -D -E ${npmPackage}\` (or \`npm ci\`) from the repository root`,
+    );
   }
   return file;
 }
@@ -48,7 +50,9 @@ export async function requirePackage<T>(name: string, load: () => Promise<T>): P
   try {
     return await load();
   } catch (error) {
-    throw new Error(`${name} is required by this suite but could not be loaded (${String(error)}): install it with \`npm ci\` from the repository root`);
+    throw new Error(
+      `${name} is required by this suite but could not be loaded (${String(error)}): install it with \`npm ci\` from the repository root`,
+    );
   }
 }
 
@@ -68,9 +72,15 @@ function newestMtime(dir: string): number {
 export function requireBuilt(packages: readonly string[] = ["core", "hono"]): void {
   for (const pkg of packages) {
     const dist = path.join(ROOT, "packages", pkg, "dist", "index.js");
-    if (!existsSync(dist)) throw new Error(`${dist} is missing: run \`npm run build\` first (the runtime suites bundle the built ESM output)`);
-    if (process.env["FLOODGATE_ALLOW_STALE_DIST"] !== "1" && statSync(dist).mtimeMs < newestMtime(path.join(ROOT, "packages", pkg, "src"))) {
-      throw new Error(`packages/${pkg}/dist is older than packages/${pkg}/src: run \`npm run build\` first (the runtime suites bundle the built ESM output)`);
+    if (!existsSync(dist)) {
+      throw new Error(`${dist} is missing: run \`npm run build\` first (the runtime suites bundle the built ESM output)`);
+    }
+    if (
+      process.env["FLOODGATE_ALLOW_STALE_DIST"] !== "1" && statSync(dist).mtimeMs < newestMtime(path.join(ROOT, "packages", pkg, "src"))
+    ) {
+      throw new Error(
+        `packages/${pkg}/dist is older than packages/${pkg}/src: run \`npm run build\` first (the runtime suites bundle the built ESM output)`,
+      );
     }
   }
 }

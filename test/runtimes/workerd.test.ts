@@ -4,7 +4,7 @@
 //   npx vitest run test/runtimes/workerd.test.ts
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { bundle, requireBinary, requireBuilt, requirePackage, startBridge, type BridgeFixture } from "./support.ts";
+import { type BridgeFixture, bundle, requireBinary, requireBuilt, requirePackage, startBridge } from "./support.ts";
 
 const WORKERD_CONDITIONS = ["workerd", "worker", "browser", "import", "default"];
 const COMPATIBILITY_DATE = "2025-09-01";
@@ -127,7 +127,11 @@ describe("workerd: memory store created at global scope, fetch wrapper", () => {
   let mf: Miniflare;
   beforeAll(async () => {
     if (setupError !== undefined) return;
-    const built = await bundle("test/runtimes/workers/memory.ts", { format: "esm", conditions: WORKERD_CONDITIONS, define: { __MISBEHAVE__: "false" } });
+    const built = await bundle("test/runtimes/workers/memory.ts", {
+      format: "esm",
+      conditions: WORKERD_CONDITIONS,
+      define: { __MISBEHAVE__: "false" },
+    });
     expect(built.inputs).toContain("packages/core/dist/index.js");
     mf = await startWorker(built.code);
   });
@@ -159,7 +163,11 @@ describe("workerd: memory store created at global scope, fetch wrapper", () => {
   });
 
   it("negative control: a timer started at global scope is caught (workerd refuses it)", async () => {
-    const built = await bundle("test/runtimes/workers/memory.ts", { format: "esm", conditions: WORKERD_CONDITIONS, define: { __MISBEHAVE__: "true" } });
+    const built = await bundle("test/runtimes/workers/memory.ts", {
+      format: "esm",
+      conditions: WORKERD_CONDITIONS,
+      define: { __MISBEHAVE__: "true" },
+    });
     let log = "";
     const collect = (stream: NodeJS.ReadableStream): void => {
       stream.on("data", (chunk: Buffer) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRateLimiter } from "../../packages/core/src/index.ts";
 import { KINDS } from "../support/kinds.ts";
-import { kvStore, VersionedMap, type CompareAndSetKV } from "./kv-store.ts";
+import { type CompareAndSetKV, kvStore, VersionedMap } from "./kv-store.ts";
 import { hourly, storeContract, uniquePrefix } from "./store-contract.ts";
 
 storeContract("kvStore (compare-and-set over evaluateState)", async () => ({
@@ -50,7 +50,14 @@ describe("kvStore under concurrency", () => {
     const map = new VersionedMap();
     const prefix = uniquePrefix();
     const limiter = createRateLimiter({ policy: hourly("sliding-log", 3), store: kvStore(map), prefix });
-    for (const garbage of ["not json", "42", "null", JSON.stringify({ v: 1, kinds: "sliding-log", expiresAtUs: 1, numbers: [0, 5, 9], logs: [[1]] })]) {
+    for (
+      const garbage of [
+        "not json",
+        "42",
+        "null",
+        JSON.stringify({ v: 1, kinds: "sliding-log", expiresAtUs: 1, numbers: [0, 5, 9], logs: [[1]] }),
+      ]
+    ) {
       map.put(`${prefix}{g}`, garbage);
       const d = await limiter.limit("g");
       expect([d.allowed, d.remaining], garbage).toEqual([true, 2]);

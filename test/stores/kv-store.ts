@@ -6,9 +6,9 @@
  * between read and write as they would over a network. docs/writing-a-store.md walks through it.
  */
 import {
+  type EvaluateMode,
   evaluateState,
   FloodgateError,
-  type EvaluateMode,
   type PolicySet,
   type RateLimitStore,
   type StoreResult,
@@ -34,7 +34,14 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
   // One key per identifier in the limiter's namespace. The limiter's prefix has no `{` or `}`.
   const keyOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
 
-  async function run(set: PolicySet, key: string, cost: number, nowMs: number, mode: EvaluateMode, marks?: readonly number[]): Promise<StoreResult> {
+  async function run(
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    mode: EvaluateMode,
+    marks?: readonly number[],
+  ): Promise<StoreResult> {
     const k = keyOf(set, key);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const { value, version } = await kv.get(k);

@@ -6,7 +6,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { evaluateState, memoryStore, type KeyState, type Policy, type PolicySet, type StoreResult } from "../../packages/core/src/index.ts";
+import { evaluateState, type KeyState, memoryStore, type Policy, type PolicySet, type StoreResult } from "../../packages/core/src/index.ts";
 import { example, KINDS } from "../support/kinds.ts";
 
 const T0 = 1_767_225_600_000;
@@ -16,7 +16,9 @@ const policyArb: fc.Arbitrary<Policy> = fc
   .map(({ kind, limit, window }) => example(kind, limit, window));
 const setArb = fc
   .array(policyArb, { minLength: 1, maxLength: 4 })
-  .map((ps): PolicySet => Object.freeze({ prefix: "s:", policies: Object.freeze(ps.map((p, i) => Object.freeze({ ...p, name: `p${i}` }))) }));
+  .map((ps): PolicySet =>
+    Object.freeze({ prefix: "s:", policies: Object.freeze(ps.map((p, i) => Object.freeze({ ...p, name: `p${i}` }))) })
+  );
 
 type Op = { op: "consume" | "peek" | "refund" | "reset"; key: string; cost: number; dt: number };
 const opArb: fc.Arbitrary<Op> = fc.record({
@@ -45,28 +47,33 @@ function stateStore() {
 describe("evaluateState decides as the memory store", () => {
   it("on random traces of consumes, peeks, refunds and resets", () => {
     fc.assert(
-      fc.property(fc.array(setArb, { minLength: 1, maxLength: 2 }), fc.array(opArb, { minLength: 1, maxLength: 80 }), fc.nat(), (sets, ops, pick) => {
-        const memory = memoryStore();
-        const state = stateStore();
-        let now = T0;
-        for (const [step, o] of ops.entries()) {
-          now += o.dt;
-          // Mostly one set; sometimes a second one under the same keys (a reconfigured limiter).
-          const set = sets[(pick + step) % 7 === 0 ? sets.length - 1 : 0]!;
-          const where = `step ${step}: ${o.op} ${o.key} cost ${o.cost} at +${now - T0} ms`;
-          if (o.op === "reset") {
-            memory.reset(set, o.key);
-            state.values.delete(o.key);
-          } else if (o.op === "refund") {
-            memory.refund(set, o.key, o.cost, now);
-            expect([...state.run(set, o.key, o.cost, now, "refund").result], where).toEqual([]);
-          } else {
-            // The memory store answers synchronously.
-            const expected = (o.op === "consume" ? memory.consume(set, o.key, o.cost, now) : memory.peek(set, o.key, now)) as StoreResult;
-            expect([...state.run(set, o.key, o.cost, now, o.op).result], where).toEqual([...expected]);
+      fc.property(
+        fc.array(setArb, { minLength: 1, maxLength: 2 }),
+        fc.array(opArb, { minLength: 1, maxLength: 80 }),
+        fc.nat(),
+        (sets, ops, pick) => {
+          const memory = memoryStore();
+          const state = stateStore();
+          let now = T0;
+          for (const [step, o] of ops.entries()) {
+            now += o.dt;
+            // Mostly one set; sometimes a second one under the same keys (a reconfigured limiter).
+            const set = sets[(pick + step) % 7 === 0 ? sets.length - 1 : 0]!;
+            const where = `step ${step}: ${o.op} ${o.key} cost ${o.cost} at +${now - T0} ms`;
+            if (o.op === "reset") {
+              memory.reset(set, o.key);
+              state.values.delete(o.key);
+            } else if (o.op === "refund") {
+              memory.refund(set, o.key, o.cost, now);
+              expect([...state.run(set, o.key, o.cost, now, "refund").result], where).toEqual([]);
+            } else {
+              // The memory store answers synchronously.
+              const expected = (o.op === "consume" ? memory.consume(set, o.key, o.cost, now) : memory.peek(set, o.key, now)) as StoreResult;
+              expect([...state.run(set, o.key, o.cost, now, o.op).result], where).toEqual([...expected]);
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 400 },
     );
   });

@@ -9,13 +9,13 @@ import { example, KINDS as REGISTERED_KINDS, retentionMs } from "../support/kind
 import {
   createRateLimiter,
   fixedWindow,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
   type Policy,
   type PolicyKind,
   type RateLimiter,
   type RateLimitStore,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
 } from "../../packages/core/src/index.ts";
 
 export interface StoreHarness {
@@ -403,7 +403,12 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
 
       it("are checked atomically: a denial charges none of them", async () => {
         const prefix = uniquePrefix();
-        const policies = [hourly("token-bucket", 3, "burst"), hourly("fixed-window", 10, "hourly"), hourly("sliding-log", 10, "log"), hourly("sliding-window", 10, "sw")];
+        const policies = [
+          hourly("token-bucket", 3, "burst"),
+          hourly("fixed-window", 10, "hourly"),
+          hourly("sliding-log", 10, "log"),
+          hourly("sliding-window", 10, "sw"),
+        ];
         const limiter = createRateLimiter({ policy: policies, store: server, prefix });
         for (let i = 0; i < 3; i++) expect((await limiter.limit("m")).allowed).toBe(true);
         for (let i = 0; i < 5; i++) {

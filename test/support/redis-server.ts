@@ -6,16 +6,8 @@
  *
  * Never touches the machine's own Redis on 6379: ports come from the kernel (bind to port 0).
  */
-import { spawn, execFile, type ChildProcess } from "node:child_process";
-import {
-  accessSync,
-  constants as fsConstants,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { accessSync, constants as fsConstants, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -280,12 +272,18 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
       : ["--port", String(port), "--bind", "127.0.0.1"];
     const args = [
       ...listen,
-      "--dir", dir,
-      "--save", "",
-      "--appendonly", "no",
-      "--daemonize", "no",
-      "--logfile", logFile,
-      "--protected-mode", "yes",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--daemonize",
+      "no",
+      "--logfile",
+      logFile,
+      "--protected-mode",
+      "yes",
       ...(options.args ?? []),
     ];
     child = spawnServer(binary, args);
@@ -299,7 +297,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   };
 
   const maxAttempts = socketPath || fixedPort !== undefined ? 1 : 5;
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     port = socketPath ? 0 : (fixedPort ?? (await freePort()));
     try {
       await launch();
@@ -448,15 +446,19 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
 
 async function startClusterNode(extraArgs: string[]): Promise<RedisInstance> {
   // The bus port defaults to port + 10000, which may be taken or past 65535: pick it too.
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     const busPort = await freePort();
     try {
       return await startRedis({
         args: [
-          "--cluster-enabled", "yes",
-          "--cluster-config-file", "nodes.conf",
-          "--cluster-port", String(busPort),
-          "--cluster-node-timeout", "5000",
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          "nodes.conf",
+          "--cluster-port",
+          String(busPort),
+          "--cluster-node-timeout",
+          "5000",
           ...extraArgs,
         ],
       });

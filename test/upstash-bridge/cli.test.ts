@@ -3,12 +3,12 @@
  * redis-server, driven by the real `@upstash/redis` client through the URL and token it prints,
  * stopped with SIGTERM.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Redis } from "@upstash/redis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { connectResp, replyToText } from "../../packages/upstash-local/src/resp.ts";
-import { freePort, startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { freePort, type RedisInstance, startRedis } from "../support/redis-server.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = fileURLToPath(new URL("../../packages/upstash-local/src/cli.ts", import.meta.url));
@@ -37,10 +37,12 @@ function startCli(args: string[]): Promise<Cli> {
     stdout: "",
     stderr: "",
     env: {},
-    exited: new Promise((resolve) => child.once("exit", (code) => {
-      running.delete(child);
-      resolve(code);
-    })),
+    exited: new Promise((resolve) =>
+      child.once("exit", (code) => {
+        running.delete(child);
+        resolve(code);
+      })
+    ),
   };
   return new Promise((resolve) => {
     const resolveWhenReady = (): void => {
@@ -141,7 +143,10 @@ describe("upstash-local (the bin)", () => {
     const cli = await startCli(["--redis", `redis://:s3cret@127.0.0.1:${redis.port}`, "--cors-origin", "http://127.0.0.1:8080"]);
     const url = cli.env["UPSTASH_REDIS_REST_URL"]!;
     const preflight = (origin: string): Promise<Response> =>
-      fetch(url, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization" } });
+      fetch(url, {
+        method: "OPTIONS",
+        headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization" },
+      });
     const allowed = await preflight("http://127.0.0.1:8080");
     expect(allowed.status).toBe(204);
     expect(allowed.headers.get("access-control-allow-origin")).toBe("http://127.0.0.1:8080");
@@ -165,12 +170,14 @@ describe("upstash-local (the bin)", () => {
   });
 
   it("exits 2 with the usage on a bad command line", async () => {
-    for (const [args, message] of [
-      [["--bogus"], "Unknown option '--bogus'"],
-      [["--port", "http"], '--port must be a whole number from 0 to 65535, got "http".'],
-      [["--redis", "rediss://example.com"], "TLS, rediss://, is not supported"],
-      [["--cors-origin", "http://127.0.0.1:8080/path"], "--cors-origin must be an origin"],
-    ] as const) {
+    for (
+      const [args, message] of [
+        [["--bogus"], "Unknown option '--bogus'"],
+        [["--port", "http"], '--port must be a whole number from 0 to 65535, got "http".'],
+        [["--redis", "rediss://example.com"], "TLS, rediss://, is not supported"],
+        [["--cors-origin", "http://127.0.0.1:8080/path"], "--cors-origin must be an origin"],
+      ] as const
+    ) {
       const cli = await startCli([...args]);
       expect(await cli.exited, args.join(" ")).toBe(2);
       expect(cli.stderr).toContain(message);

@@ -5,9 +5,9 @@
  */
 import { Redis, type RedisConfigNodejs } from "@upstash/redis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { connectResp, replyToText, type RespClient } from "../../packages/upstash-local/src/resp.ts";
-import { startUpstashBridge, type BridgeRequest, type UpstashBridge } from "@floodgate/upstash-local";
+import { type BridgeRequest, startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
 let redis: RedisInstance;
 let bridge: UpstashBridge;
@@ -223,10 +223,12 @@ describe("enableAutoPipelining: false", () => {
 
 describe("responseEncoding: false", () => {
   it("asks for raw strings and still gets every value right", async () => {
-    for (const client of [
-      new Redis({ url: bridge.url, token: bridge.token, responseEncoding: false }),
-      plainClient({ responseEncoding: false }),
-    ]) {
+    for (
+      const client of [
+        new Redis({ url: bridge.url, token: bridge.token, responseEncoding: false }),
+        plainClient({ responseEncoding: false }),
+      ]
+    ) {
       await admin.call("FLUSHALL");
       seen.length = 0;
       for (const [k, v] of Object.entries(TRAPS)) await client.set(k, v);
@@ -322,8 +324,9 @@ describe("transactions", () => {
   it("concurrent good and aborted transactions do not affect one another", async () => {
     const client = defaultClient();
     const runs = await Promise.allSettled(
-      Array.from({ length: 20 }, (_, i) =>
-        i % 2 === 0 ? client.multi().incr("good").exec() : client.multi().incr("bad").hset("h", {}).exec(),
+      Array.from(
+        { length: 20 },
+        (_, i) => i % 2 === 0 ? client.multi().incr("good").exec() : client.multi().incr("bad").hset("h", {}).exec(),
       ),
     );
     expect(runs.filter((r) => r.status === "fulfilled")).toHaveLength(10);
@@ -543,10 +546,12 @@ describe("unreachable bridge or Redis", () => {
     const gone = await startUpstashBridge({ redis: { host: redis.host, port: redis.port } });
     const { url, token } = gone;
     await gone.stop();
-    for (const client of [
-      new Redis({ url, token, retry: { retries: 0 } }),
-      new Redis({ url, token, retry: { retries: 0 }, enableAutoPipelining: false }),
-    ]) {
+    for (
+      const client of [
+        new Redis({ url, token, retry: { retries: 0 } }),
+        new Redis({ url, token, retry: { retries: 0 }, enableAutoPipelining: false }),
+      ]
+    ) {
       const error = await client.get("k").then(
         () => undefined,
         (e: unknown) => e,

@@ -4,7 +4,7 @@
  */
 import http from "node:http";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { connectResp, replyToText, type RespClient } from "../../packages/upstash-local/src/resp.ts";
 import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
 
@@ -114,7 +114,7 @@ describe("routes and authentication", () => {
 describe("request bodies", () => {
   it.each([
     ["", "{not json"],
-    ["/pipeline", "[[\"get\",\"k\"]"],
+    ["/pipeline", '[["get","k"]'],
     ["/multi-exec", ""],
   ])("answers 400 JSON to malformed JSON on '%s'", async (path, text) => {
     const answer = await post(path, text, { raw: true });
@@ -340,8 +340,7 @@ describe("pooled Redis connections", () => {
       body: JSON.stringify(["blpop", "queue", 0]),
       signal: controller.signal,
     });
-    const blockedClients = async (): Promise<number> =>
-      Number(/blocked_clients:(\d+)/.exec(String(await raw("INFO", "clients")))?.[1]);
+    const blockedClients = async (): Promise<number> => Number(/blocked_clients:(\d+)/.exec(String(await raw("INFO", "clients")))?.[1]);
     await vi.waitFor(async () => expect(await blockedClients()).toBe(1), { timeout: 5000, interval: 10 });
     const discarded = bridge.pool.discarded;
     controller.abort();
@@ -394,8 +393,9 @@ describe("keep-alive", () => {
           (res) => {
             const chunks: Buffer[] = [];
             res.on("data", (c: Buffer) => chunks.push(c));
-            res.on("end", () =>
-              resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, body: JSON.parse(Buffer.concat(chunks).toString()) }),
+            res.on(
+              "end",
+              () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, body: JSON.parse(Buffer.concat(chunks).toString()) }),
             );
           },
         );
@@ -424,7 +424,11 @@ describe("corsOrigin (off by default; on for the browser test's page)", () => {
   const preflight = (url: string, origin: string): Promise<Response> =>
     fetch(`${url}/pipeline`, {
       method: "OPTIONS",
-      headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type,upstash-encoding" },
+      headers: {
+        origin,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type,upstash-encoding",
+      },
     });
   const postFrom = (target: UpstashBridge, origin: string): Promise<Response> =>
     fetch(`${target.url}/`, {
@@ -461,7 +465,11 @@ describe("corsOrigin (off by default; on for the browser test's page)", () => {
       expect(answer.headers.get("access-control-expose-headers")).toBe("upstash-sync-token");
 
       // Still authenticated: a wrong token is refused (with the header, so the page can read why).
-      const wrong = await fetch(`${cors.url}/`, { method: "POST", headers: { origin: ORIGIN, authorization: "Bearer nope" }, body: '["ping"]' });
+      const wrong = await fetch(`${cors.url}/`, {
+        method: "POST",
+        headers: { origin: ORIGIN, authorization: "Bearer nope" },
+        body: '["ping"]',
+      });
       expect(wrong.status).toBe(401);
       await wrong.text();
 

@@ -5,13 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  freePort,
-  REDIS_SERVER_MISSING,
-  startRedis,
-  startRedisCluster,
-  type RedisCluster,
-} from "../support/redis-server.ts";
+import { freePort, REDIS_SERVER_MISSING, type RedisCluster, startRedis, startRedisCluster } from "../support/redis-server.ts";
 import { connectResp, replyToText, type RespTarget } from "../../packages/upstash-local/src/resp.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

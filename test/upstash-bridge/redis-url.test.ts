@@ -14,10 +14,14 @@ describe("parseRedisUrl", () => {
   });
 
   it("refuses what it cannot connect to, saying what it accepts", () => {
-    expect(() => parseRedisUrl("localhost:6379")).toThrow('must start with redis:// or unix:// (TLS, rediss://, is not supported), got "localhost:6379".');
+    expect(() => parseRedisUrl("localhost:6379")).toThrow(
+      'must start with redis:// or unix:// (TLS, rediss://, is not supported), got "localhost:6379".',
+    );
     expect(() => parseRedisUrl("127.0.0.1:6379")).toThrow('"127.0.0.1:6379" is not a URL');
     expect(() => parseRedisUrl("rediss://cache.example.com")).toThrow("TLS, rediss://, is not supported");
-    expect(() => parseRedisUrl("not a url")).toThrow('The Redis URL "not a url" is not a URL. Use redis://host:port or unix:///path/to.sock.');
+    expect(() => parseRedisUrl("not a url")).toThrow(
+      'The Redis URL "not a url" is not a URL. Use redis://host:port or unix:///path/to.sock.',
+    );
     expect(() => parseRedisUrl("redis://127.0.0.1/x")).toThrow('invalid database number "x"');
     expect(() => parseRedisUrl("unix://")).toThrow("names no socket path");
   });

@@ -1,14 +1,14 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type RedisInstance } from "../support/redis-server.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import {
   connectResp,
   encodeCommand,
   replyToText,
+  type RespClient,
   RespError,
   RespParser,
   RespProtocolError,
-  type RespClient,
   type RespValue,
 } from "../../packages/upstash-local/src/resp.ts";
 

@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import { Redis } from "@upstash/redis/cloudflare";
 import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
-import { memoryStore, slidingWindow, upstashStore, type RateLimitStore } from "@floodgate/core";
+import { memoryStore, type RateLimitStore, slidingWindow, upstashStore } from "@floodgate/core";
 
 interface Env {
   UPSTASH_REDIS_REST_URL?: string;

@@ -7,35 +7,35 @@
  * @module @floodgate/core
  */
 export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
-export { parseDuration, type Duration } from "./duration.ts";
+export { type Duration, parseDuration } from "./duration.ts";
 export {
   fixedWindow,
   isPolicy,
+  type Policy,
+  type PolicyKind,
   slidingLog,
   slidingWindow,
   tokenBucket,
-  type Policy,
-  type PolicyKind,
   type TokenBucketOptions,
   type WindowPolicyOptions,
 } from "./policies.ts";
 export type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
 export {
-  resilientStore,
   type CircuitBreakerOptions,
   type ResilientStore,
+  resilientStore,
   type ResilientStoreOptions,
   type ResilientStoreStats,
   type StoreLogger,
 } from "./stores/resilient-store.ts";
-export { memoryStore, type MemoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
-export { evaluateState, type EvaluateMode, type KeyState, type StateEvaluation } from "./stores/state.ts";
-export { upstashStore, type UpstashRedisLike, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
-export { redisStore, type IORedisLike, type NodeRedisLike, type RedisStoreOptions } from "./stores/redis/redis-store.ts";
+export { type MemoryStore, memoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
+export { type EvaluateMode, evaluateState, type KeyState, type StateEvaluation } from "./stores/state.ts";
+export { type UpstashRedisLike, upstashStore, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
+export { type IORedisLike, type NodeRedisLike, redisStore, type RedisStoreOptions } from "./stores/redis/redis-store.ts";
 export type { RedisScriptStore, ScriptStoreOptions } from "./stores/redis/script-store.ts";
 export {
-  createRateLimiter,
   type Charge,
+  createRateLimiter,
   type Decision,
   type LimitOptions,
   type PolicyDecision,
@@ -43,7 +43,7 @@ export {
   type RateLimiterOptions,
   type RefundOptions,
 } from "./limiter.ts";
-export { withRateLimit, type FetchHandler, type WithRateLimitOptions } from "./http/fetch.ts";
+export { type FetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.
 export type {
   CostFunction,

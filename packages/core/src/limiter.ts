@@ -4,7 +4,7 @@ import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions } from "./stores/resilient-store.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
 import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
-import { CLOCK_ACCEPTED, isFunction, isRecord, isStore, parseOptions, prefixOf, STORE_ACCEPTED, type OptionSpecs } from "./validation.ts";
+import { CLOCK_ACCEPTED, isFunction, isRecord, isStore, type OptionSpecs, parseOptions, prefixOf, STORE_ACCEPTED } from "./validation.ts";
 
 /** One policy's figures within a {@link Decision}. */
 export interface PolicyDecision {
@@ -137,7 +137,10 @@ const OPTIONS: OptionSpecs = {
   prefix: /* @__PURE__ */ prefixOf(128),
   clock: [isFunction, CLOCK_ACCEPTED],
   // Checked in detail by resilientStore().
-  resilience: [(v) => v === false || isRecord(v), "false, or the options of resilientStore() ({ timeoutMs?, circuitBreaker?, maxInFlight?, logger?, onFailure? })"],
+  resilience: [
+    (v) => v === false || isRecord(v),
+    "false, or the options of resilientStore() ({ timeoutMs?, circuitBreaker?, maxInFlight?, logger?, onFailure? })",
+  ],
 };
 
 /** One wrapper per store for limiters that keep the default resilience: the bound and breaker are per store. */
@@ -162,7 +165,13 @@ const MADE_WITH = new WeakMap<RateLimiter, { store: RateLimitStore; clock: () =>
 export function rebindLimiter(limiter: RateLimiter, store: (bare: RateLimitStore) => RateLimitStore): RateLimiter {
   const made = MADE_WITH.get(limiter);
   if (made === undefined) return limiter;
-  return createRateLimiter({ policy: limiter.policies, prefix: limiter.prefix, clock: made.clock, store: store(made.store), resilience: false });
+  return createRateLimiter({
+    policy: limiter.policies,
+    prefix: limiter.prefix,
+    clock: made.clock,
+    store: store(made.store),
+    resilience: false,
+  });
 }
 
 /**
@@ -183,7 +192,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const o = parseOptions<RateLimiterOptions>(options, "createRateLimiter()", OPTIONS);
   const policies = Object.freeze(Array.isArray(o.policy) ? [...o.policy] : [o.policy]) as readonly Policy[];
   if (new Set(policies.map((p) => p.name)).size !== policies.length) {
-    throw new FloodgateError("INVALID_OPTION", `createRateLimiter(): invalid option \`policy\`: two policies share a name (${policies.map((p) => p.name).join(", ")}); give each a distinct \`name\`.`);
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `createRateLimiter(): invalid option \`policy\`: two policies share a name (${
+        policies.map((p) => p.name).join(", ")
+      }); give each a distinct \`name\`.`,
+    );
   }
   const bare = o.store ?? memoryStore();
   const store = guardedStore(bare, o.resilience);
@@ -249,7 +263,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       checkCharge(charge, policies.length);
       const cost = options!.cost === undefined ? charge.cost : checkCost(options!.cost);
       if (cost > charge.cost) {
-        throw new FloodgateError("INVALID_ARGUMENT", `Invalid refund: cost ${cost} exceeds the charge's cost ${charge.cost}; a refund into a charge gives back at most what was charged.`);
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `Invalid refund: cost ${cost} exceeds the charge's cost ${charge.cost}; a refund into a charge gives back at most what was charged.`,
+        );
       }
       await store.refund(set, key, cost, clock(), charge.marks);
     },
@@ -273,7 +290,10 @@ function checkKey(key: unknown): void {
 
 function checkCost(cost: unknown): number {
   if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 1 || cost > Number.MAX_SAFE_INTEGER) {
-    throw new FloodgateError("INVALID_ARGUMENT", `Invalid cost: received ${describeValue(cost)}; expected a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER).`);
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid cost: received ${describeValue(cost)}; expected a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER).`,
+    );
   }
   return cost;
 }
@@ -287,7 +307,11 @@ function checkCharge(charge: unknown, policyCount: number): asserts charge is Ch
   ) {
     throw new FloodgateError(
       "INVALID_ARGUMENT",
-      `Invalid charge: received ${describeValue(charge)}; expected the \`charge\` of an admitted decision of this limiter (its cost and ${policyCount} mark${policyCount === 1 ? "" : "s"}), as it was returned.`,
+      `Invalid charge: received ${
+        describeValue(charge)
+      }; expected the \`charge\` of an admitted decision of this limiter (its cost and ${policyCount} mark${
+        policyCount === 1 ? "" : "s"
+      }), as it was returned.`,
     );
   }
 }
@@ -322,14 +346,17 @@ class SingleDecision {
   get policies(): readonly PolicyDecision[] {
     let all = POLICIES.get(this);
     if (!all) {
-      POLICIES.set(this, all = Object.freeze([Object.freeze({
-        policy: this.policy,
-        allowed: this.allowed,
-        limit: this.limit,
-        remaining: this.remaining,
-        resetAt: this.resetAt,
-        retryAfterMs: this.retryAfterMs,
-      })]));
+      POLICIES.set(
+        this,
+        all = Object.freeze([Object.freeze({
+          policy: this.policy,
+          allowed: this.allowed,
+          limit: this.limit,
+          remaining: this.remaining,
+          resetAt: this.resetAt,
+          retryAfterMs: this.retryAfterMs,
+        })]),
+      );
     }
     return all;
   }
@@ -347,7 +374,6 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 /** Read once: `Object.create` then gets the same prototype object every call, with no property read. */
 const SINGLE_DECISION: object = SingleDecision.prototype;
 
-
 /**
  * A decision over one policy: the store's numbers, on an object made by `Object.create` of
  * {@link SingleDecision}'s prototype, not by `new SingleDecision()`. When `limit()` resolves its
@@ -362,7 +388,12 @@ function singleDecision(result: StoreResult, policy: Policy, cost: number): Deci
 }
 
 /** Writes a single-policy decision's own properties, in the one order both ways of making it share. */
-function fillSingle(d: Mutable<Omit<Decision, "policies">>, result: StoreResult, policy: Policy, cost: number): Mutable<Omit<Decision, "policies">> {
+function fillSingle(
+  d: Mutable<Omit<Decision, "policies">>,
+  result: StoreResult,
+  policy: Policy,
+  cost: number,
+): Mutable<Omit<Decision, "policies">> {
   d.allowed = result[0] === 1;
   d.limit = policy.limit;
   d.remaining = result[2]!;

@@ -37,7 +37,8 @@ export function isPolicy(value: unknown): value is Policy {
 }
 
 /** What a `policy` option accepts, in words. */
-export const POLICIES_ACCEPTED = "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them";
+export const POLICIES_ACCEPTED =
+  "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them";
 
 /** One policy, or a non-empty array of them. */
 export const isPolicies: Check = (v) => isPolicy(v) || (Array.isArray(v) && v.length > 0 && v.every(isPolicy));

@@ -16,7 +16,10 @@ export type OptionSpecs = Readonly<Record<string, OptionSpec>>;
 
 /** The error every invalid option throws: names the option, the value received and what is accepted. */
 export function invalidOption(where: string, option: string, value: unknown, expected: string): FloodgateError {
-  return new FloodgateError("INVALID_OPTION", `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`);
+  return new FloodgateError(
+    "INVALID_OPTION",
+    `${where}: invalid option \`${option}\`: received ${describeValue(value)}; expected ${expected}.`,
+  );
 }
 
 // Each option is one zod schema, `z.unknown()` with one check: ours, from the option's table

@@ -3,7 +3,15 @@
  *
  * @module @floodgate/express
  */
-import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
+import {
+  createHttpRateLimiter,
+  type HttpRateLimitOptions,
+  type RateLimitInfo,
+  type RequestAccess,
+  settleOnClose,
+  targetPath,
+  Warnings,
+} from "@floodgate/core/http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 
 /**

@@ -3,7 +3,15 @@
  *
  * @module @floodgate/hono
  */
-import { createHttpRateLimiter, settleOnClose, toFetchResponse, type HttpRateLimitOptions, type NodeResponseLike, type RateLimitInfo, type RequestAccess } from "@floodgate/core/http";
+import {
+  createHttpRateLimiter,
+  type HttpRateLimitOptions,
+  type NodeResponseLike,
+  type RateLimitInfo,
+  type RequestAccess,
+  settleOnClose,
+  toFetchResponse,
+} from "@floodgate/core/http";
 import type { Context, Env, MiddlewareHandler } from "hono";
 
 /**
@@ -78,7 +86,9 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
     // On @hono/node-server, Node's own header store, which it merges into whatever Response the
     // handler returns (raw ones too) without a Headers object per request; elsewhere, prepared
     // before the handler, so c.text()/c.json() build the response with them at once.
-    for (let i = 0; i < headers.length; i += 2) onNode ? outgoing!.setHeader(headers[i]!, headers[i + 1]!) : c.header(headers[i]!, headers[i + 1]!);
+    for (let i = 0; i < headers.length; i += 2) {
+      onNode ? outgoing!.setHeader(headers[i]!, headers[i + 1]!) : c.header(headers[i]!, headers[i + 1]!);
+    }
     // On Node, settled when the response closes (0: the client left before it was sent); elsewhere
     // when the handler returns (0 if the client has gone by then).
     if (onNode) settleOnClose(result, outgoing as unknown as NodeResponseLike);

@@ -3,7 +3,14 @@
  *
  * @module @floodgate/koa
  */
-import { createHttpRateLimiter, settleOnClose, targetPath, Warnings, type HttpRateLimitOptions, type RequestAccess } from "@floodgate/core/http";
+import {
+  createHttpRateLimiter,
+  type HttpRateLimitOptions,
+  type RequestAccess,
+  settleOnClose,
+  targetPath,
+  Warnings,
+} from "@floodgate/core/http";
 import type { Context, Middleware, Next } from "koa";
 
 /** Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw`. */

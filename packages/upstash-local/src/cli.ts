@@ -5,9 +5,9 @@
  * everything else on stderr.
  */
 import { parseArgs } from "node:util";
-import { connectResp, RespError, type RespArg } from "./resp.ts";
+import { connectResp, type RespArg, RespError } from "./resp.ts";
 import { parseRedisUrl } from "./redis-url.ts";
-import { startUpstashBridge, type RedisEndpoint, type UpstashBridge } from "./upstash-bridge.ts";
+import { type RedisEndpoint, startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
 const USAGE = `Usage: upstash-local [options]
 
@@ -71,7 +71,9 @@ function parseCommandLine(argv: string[]): CliOptions | "help" {
   if (values.token !== undefined && values.token === "") throw new UsageError("--token must not be empty.");
   if (values["cors-origin"] !== undefined && !/^https?:\/\/[^/]+$/.test(values["cors-origin"])) {
     throw new UsageError(
-      `--cors-origin must be an origin such as http://127.0.0.1:8080 (scheme, host, optional port, no path), got "${values["cors-origin"]}".`,
+      `--cors-origin must be an origin such as http://127.0.0.1:8080 (scheme, host, optional port, no path), got "${
+        values["cors-origin"]
+      }".`,
     );
   }
   return {

@@ -1,9 +1,9 @@
 export {
-  startUpstashBridge,
   type BridgeCounters,
   type BridgeRequest,
   type PoolStats,
   type RedisEndpoint,
+  startUpstashBridge,
   type UpstashBridge,
   type UpstashBridgeOptions,
 } from "./upstash-bridge.ts";

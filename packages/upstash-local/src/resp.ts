@@ -241,10 +241,9 @@ export class RespClient {
 export function connectResp(target: RespTarget, options: RespConnectOptions = {}): Promise<RespClient> {
   const timeoutMs = options.connectTimeoutMs ?? 5000;
   return new Promise((resolve, reject) => {
-    const socket =
-      "path" in target
-        ? net.connect({ path: target.path })
-        : net.connect({ host: target.host ?? "127.0.0.1", port: target.port });
+    const socket = "path" in target
+      ? net.connect({ path: target.path })
+      : net.connect({ host: target.host ?? "127.0.0.1", port: target.port });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`connecting to redis timed out after ${timeoutMs} ms`));

@@ -11,7 +11,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
-import { connectResp, RespError, type RespClient, type RespTarget, type RespValue } from "./resp.ts";
+import { connectResp, type RespClient, RespError, type RespTarget, type RespValue } from "./resp.ts";
 
 export type RedisEndpoint = ({ host: string; port: number } | { socket: string }) & {
   /** Sent with AUTH on every new connection. */
@@ -93,13 +93,35 @@ export interface UpstashBridge {
 
 /** Commands the bridge refuses: they would leave the connection in a mode plain requests can't use. */
 const REFUSED = new Set([
-  "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
-  "monitor", "hello", "sync", "psync", "replconf",
+  "subscribe",
+  "psubscribe",
+  "ssubscribe",
+  "unsubscribe",
+  "punsubscribe",
+  "sunsubscribe",
+  "monitor",
+  "hello",
+  "sync",
+  "psync",
+  "replconf",
 ]);
 /** After any of these the connection's state is no longer the pool's default: never reuse it. */
 const STATEFUL = new Set([
-  "select", "multi", "exec", "discard", "watch", "unwatch", "client", "auth", "reset", "quit",
-  "readonly", "readwrite", "asking", "debug", "swapdb",
+  "select",
+  "multi",
+  "exec",
+  "discard",
+  "watch",
+  "unwatch",
+  "client",
+  "auth",
+  "reset",
+  "quit",
+  "readonly",
+  "readwrite",
+  "asking",
+  "debug",
+  "swapdb",
 ]);
 /** Transaction control inside /multi-exec would break the bridge's own MULTI ... EXEC. */
 const NOT_IN_TRANSACTION = new Set(["multi", "exec", "discard", "watch", "unwatch"]);
@@ -126,7 +148,9 @@ function toArgument(value: unknown, where: string): Buffer {
     default:
       throw new HttpError(
         400,
-        `ERR invalid argument at ${where}: expected a string, number or boolean, got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value}`,
+        `ERR invalid argument at ${where}: expected a string, number or boolean, got ${
+          value === null ? "null" : Array.isArray(value) ? "an array" : typeof value
+        }`,
       );
   }
 }
@@ -210,8 +234,9 @@ class RedisPool {
         return conn;
       }
     }
-    const target: RespTarget =
-      "socket" in this.endpoint ? { path: this.endpoint.socket } : { host: this.endpoint.host, port: this.endpoint.port };
+    const target: RespTarget = "socket" in this.endpoint
+      ? { path: this.endpoint.socket }
+      : { host: this.endpoint.host, port: this.endpoint.port };
     let conn: RespClient;
     try {
       conn = await connectResp(target, { connectTimeoutMs: 2000 });
@@ -384,9 +409,7 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
         if (replies.some((r) => r instanceof RespError)) reusable = false;
         send(res, 200, replies.map((r) => entry(r, base64)));
       } else {
-        const replies = await runOrFail(() =>
-          conn.pipeline([[Buffer.from("MULTI")], ...commands, [Buffer.from("EXEC")]]),
-        );
+        const replies = await runOrFail(() => conn.pipeline([[Buffer.from("MULTI")], ...commands, [Buffer.from("EXEC")]]));
         const outcome = transactionOutcome(replies, commands.length);
         if (outcome.abort !== undefined) {
           reusable = false;
@@ -434,7 +457,9 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
     if (socket.writable) {
       const payload = JSON.stringify({ error: "ERR bad HTTP request" });
       socket.end(
-        `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`,
+        `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${
+          Buffer.byteLength(payload)
+        }\r\nconnection: close\r\n\r\n${payload}`,
       );
     } else {
       socket.destroy();

@@ -1,7 +1,7 @@
 import type { Express } from "express";
 import { rateLimit } from "express-rate-limit";
 import type { Redis } from "ioredis";
-import { RedisStore, type RedisReply } from "rate-limit-redis";
+import { type RedisReply, RedisStore } from "rate-limit-redis";
 
 /** 5 requests per minute and client IP on /api/, counted in Redis. */
 export function limitApi(app: Express, redis: Redis): void {

@@ -9,16 +9,16 @@ import { globalScope } from "../workers/global-scope-guard.ts";
 import { Redis } from "@upstash/redis/cloudflare";
 import {
   createRateLimiter,
+  type Decision,
   fixedWindow,
   FloodgateError,
   memoryStore,
+  type Policy,
   slidingLog,
   slidingWindow,
   tokenBucket,
-  withRateLimit,
-  type Decision,
-  type Policy,
   upstashStore,
+  withRateLimit,
 } from "@floodgate/core";
 
 declare const __MISBEHAVE__: boolean;
@@ -43,7 +43,13 @@ function figures(d: Decision): Record<string, unknown> {
     resetAt: d.resetAt,
     retryAfterMs: d.retryAfterMs,
     policy: d.policy,
-    policies: d.policies.map((p) => ({ policy: p.policy, allowed: p.allowed, limit: p.limit, remaining: p.remaining, retryAfterMs: p.retryAfterMs })),
+    policies: d.policies.map((p) => ({
+      policy: p.policy,
+      allowed: p.allowed,
+      limit: p.limit,
+      remaining: p.remaining,
+      retryAfterMs: p.retryAfterMs,
+    })),
   };
 }
 
@@ -88,7 +94,21 @@ async function algorithm(kind: string): Promise<Record<string, unknown>> {
   const resetC = figures(await limiter.peek("c"));
   const untouchedD = figures(await limiter.peek("d"));
 
-  return { admitted, denied, peekAfterDeny, justBefore, atRetry, peekFresh, peekAgain, fullB, afterRefund, usesRefund, afterRefundUsed, resetC, untouchedD };
+  return {
+    admitted,
+    denied,
+    peekAfterDeny,
+    justBefore,
+    atRetry,
+    peekFresh,
+    peekAgain,
+    fullB,
+    afterRefund,
+    usesRefund,
+    afterRefundUsed,
+    resetC,
+    untouchedD,
+  };
 }
 
 /** Several policies in one atomic step: a denial by one charges none. */
@@ -115,7 +135,13 @@ async function thrown(call: () => unknown): Promise<Record<string, unknown> | nu
     return null;
   } catch (error) {
     const e = error as { name?: unknown; code?: unknown; message?: unknown };
-    return { name: e.name, code: e.code, message: e.message, isFloodgateError: error instanceof FloodgateError, isError: error instanceof Error };
+    return {
+      name: e.name,
+      code: e.code,
+      message: e.message,
+      isFloodgateError: error instanceof FloodgateError,
+      isError: error instanceof Error,
+    };
   }
 }
 

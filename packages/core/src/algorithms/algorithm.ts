@@ -38,7 +38,17 @@ export interface Algorithm {
    * state's expiry in µs, meaningful once charged. A denial never changes what the state means
    * (it may tidy it, as the sliding log drops entries that have left the window).
    */
-  apply(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, out: number[], i: number, charge: boolean): number;
+  apply(
+    p: Policy,
+    s: Float64Array,
+    o: number,
+    log: number[] | undefined,
+    nowUs: number,
+    cost: number,
+    out: number[],
+    i: number,
+    charge: boolean,
+  ): number;
   /**
    * The mark of the charge `apply` has just made (read from the state it left): what this
    * admission went into, so that a late refund gives back into that and nothing else. An integer.

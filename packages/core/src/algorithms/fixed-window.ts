@@ -1,5 +1,5 @@
 import type { Policy } from "../policies.ts";
-import { ceilMs, NEVER, type Algorithm, type AlgorithmDefinition, type LuaAlgorithm } from "./algorithm.ts";
+import { type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
 
 /** Fixed window: [window index, count]. A window older than the stored one counts as the stored one. */
@@ -92,7 +92,8 @@ if c then redis.call("INCRBY", k, cost == 1 and "1048576" or fmt("%d", cost * 10
 else redis.call("SET", k, fmt("%d", b * 1048576 + a % 1048576), "PX", fmt("%d", max(1, ceil(((a + 1) * P * 1000 - now) / 1000)))) end
 out[i + 1], out[j] = L - b, a
 `,
-    refund: `${FW_READ}if c and (m == nil or index == m) then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
+    refund:
+      `${FW_READ}if c and (m == nil or index == m) then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
 `,
   },
 }))();

@@ -1,5 +1,5 @@
 import type { Policy } from "../policies.ts";
-import { ceilMs, NEVER, type Algorithm, type AlgorithmDefinition, type LuaAlgorithm } from "./algorithm.ts";
+import { type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
 
 /**
@@ -114,7 +114,7 @@ function ringIndex(head: number, k: number, capacity: number): number {
  * slots. In place: the store holds the array. Only when an admission does not fit.
  */
 function growRing(entries: number[], head: number, capacity: number): void {
-  if (head > 0) for (const entry of entries.splice(0, head)) entries.push(entry);
+  if (head > 0) { for (const entry of entries.splice(0, head)) entries.push(entry); }
   while (entries.length < capacity) entries.push(0);
 }
 

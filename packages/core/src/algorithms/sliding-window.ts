@@ -1,5 +1,5 @@
 import type { Policy } from "../policies.ts";
-import { ceilMs, NEVER, type Algorithm, type AlgorithmDefinition, type LuaAlgorithm } from "./algorithm.ts";
+import { type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
 
 /**

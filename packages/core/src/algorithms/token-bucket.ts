@@ -1,7 +1,7 @@
 import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
-import { parseOptions, type OptionSpecs } from "../validation.ts";
-import { ALGORITHM, ceilMs, NEVER, type Algorithm, type AlgorithmDefinition, type LuaAlgorithm } from "./algorithm.ts";
+import { type OptionSpecs, parseOptions } from "../validation.ts";
+import { ALGORITHM, type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
 import { LIMIT, NAME } from "./window-options.ts";
 
 /**
@@ -144,6 +144,8 @@ export const TOKEN_BUCKET_DEFINITION: AlgorithmDefinition<"token-bucket"> = {
     resetAt: "when the bucket is full again",
   },
   exampleOptions: (limit, windowMs, name): TokenBucketOptions =>
-    name === undefined ? { capacity: limit, refillRate: (limit * 1000) / windowMs } : { capacity: limit, refillRate: (limit * 1000) / windowMs, name },
+    name === undefined
+      ? { capacity: limit, refillRate: (limit * 1000) / windowMs }
+      : { capacity: limit, refillRate: (limit * 1000) / windowMs, name },
   retentionMs: (p) => Math.ceil(p.windowMs),
 };

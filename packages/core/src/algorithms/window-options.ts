@@ -1,14 +1,17 @@
-import { DURATION_ACCEPTED, durationMs, formatDuration, type Duration } from "../duration.ts";
+import { type Duration, DURATION_ACCEPTED, durationMs, formatDuration } from "../duration.ts";
 import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
-import { parseOptions, whole, type OptionSpec, type OptionSpecs } from "../validation.ts";
+import { type OptionSpec, type OptionSpecs, parseOptions, whole } from "../validation.ts";
 import { ALGORITHM, type Algorithm } from "./algorithm.ts";
 
 /** Keeps the window arithmetic (limit × window, in ms and µs) exact in doubles (and in Redis's Lua). */
 export const MAX_LIMIT_TIMES_WINDOW = 1_125_899_906_842_624; // 2 ** 50
 
 export const LIMIT: OptionSpec = [/* @__PURE__ */ whole(1), "a whole number >= 1", 1];
-export const NAME: OptionSpec = [(v) => typeof v === "string" && /^[A-Za-z0-9._:/-]{1,64}$/.test(v), "1 to 64 characters from A-Z a-z 0-9 . _ : / -"];
+export const NAME: OptionSpec = [
+  (v) => typeof v === "string" && /^[A-Za-z0-9._:/-]{1,64}$/.test(v),
+  "1 to 64 characters from A-Z a-z 0-9 . _ : / -",
+];
 
 const WINDOW_POLICY_OPTIONS: OptionSpecs = {
   limit: LIMIT,

@@ -1,5 +1,5 @@
-import { arrayOf, isBoolean, isString, objectOf, whole, type Check, type OptionSpec } from "../validation.ts";
-import { formatIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
+import { arrayOf, type Check, isBoolean, isString, objectOf, type OptionSpec, whole } from "../validation.ts";
+import { formatIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
 import { TRUST_PROXY_RANGES } from "./proxy-ranges.ts";
 import type { Warnings } from "./warnings.ts";
 
@@ -49,7 +49,10 @@ export type TrustProxy = boolean | number | readonly string[] | TrustProxyPreset
 export function trustProxySpec(): OptionSpec {
   const PRESETS = Object.keys(TRUST_PROXY_PRESETS);
   const isRanges: Check = arrayOf((r) => isString(r) && parseRange(r as string) !== undefined);
-  const isPresetOptions = objectOf({ preset: (v) => PRESETS.includes(v as string), ranges: (v) => Array.isArray(v) && v.length > 0 && isRanges(v) });
+  const isPresetOptions = objectOf({
+    preset: (v) => PRESETS.includes(v as string),
+    ranges: (v) => Array.isArray(v) && v.length > 0 && isRanges(v),
+  });
   const presets = PRESETS.map((p) => `"${p}"`).join(", ");
   return [
     (v) => {
@@ -175,7 +178,10 @@ function presetResolver({ preset, ranges: own }: TrustProxyPresetOptions, warnin
       if (!inAny(peer, ranges)) {
         // A runtime that reports the header's value as the peer (Hono's getConnInfo on Workers) forges nothing.
         if (warnings?.pending("untrustedPresetPeer") && formatIp(peer) !== normalizeOrSelf(value)) {
-          warnings.emit("untrustedPresetPeer", `${name} from ${formatIp(peer)}, outside the ${own === undefined ? `published ${preset}` : "given"} ranges`);
+          warnings.emit(
+            "untrustedPresetPeer",
+            `${name} from ${formatIp(peer)}, outside the ${own === undefined ? `published ${preset}` : "given"} ranges`,
+          );
         }
         return { ip: peer };
       }

@@ -125,7 +125,9 @@ export function withRateLimit<Rest extends unknown[]>(
     // At construction (hence INVALID_OPTION), not a TypeError on every request.
     throw new FloodgateError(
       "INVALID_OPTION",
-      `withRateLimit(): invalid argument \`handler\`: received ${describeValue(handler)}; expected a function (request, ...rest) => Response or a promise of one.`,
+      `withRateLimit(): invalid argument \`handler\`: received ${
+        describeValue(handler)
+      }; expected a function (request, ...rest) => Response or a promise of one.`,
     );
   }
   const limiter = createHttpRateLimiter(options as HttpRateLimitOptions<Request>, FETCH_ACCESS, "getClientIp");

@@ -73,9 +73,12 @@ export function retryAfterSeconds(decision: Decision, policies: readonly Policy[
   let seconds = 1;
   for (const p of decision.policies) {
     if (!p.allowed) {
-      seconds = Math.max(seconds, p.retryAfterMs !== Infinity
-        ? Math.ceil(p.retryAfterMs / 1000)
-        : Math.max(secondsUntil(p.resetAt, nowMs), Math.ceil(policies.find((q) => q.name === p.policy)!.windowMs / 1000)));
+      seconds = Math.max(
+        seconds,
+        p.retryAfterMs !== Infinity
+          ? Math.ceil(p.retryAfterMs / 1000)
+          : Math.max(secondsUntil(p.resetAt, nowMs), Math.ceil(policies.find((q) => q.name === p.policy)!.windowMs / 1000)),
+      );
     }
   }
   return seconds;
@@ -100,34 +103,62 @@ export function createHeaderWriter(
   const writers: HeaderWriter[] = [];
   for (const format of formats) {
     if (format === "legacy") {
-      writers.push(legacyReset === "epoch"
-        ? (d, _now, out) => { out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${Math.ceil(d.resetAt / 1000)}`); }
-        : (d, now, out) => { out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${secondsUntil(d.resetAt, now)}`); });
+      writers.push(
+        legacyReset === "epoch"
+          ? (d, _now, out) => {
+            out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${Math.ceil(d.resetAt / 1000)}`);
+          }
+          : (d, now, out) => {
+            out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${secondsUntil(d.resetAt, now)}`);
+          },
+      );
     } else if (format === "draft-6") {
       writers.push((d, now, out) => {
-        out.push(DRAFT_LIMIT, `${d.limit}`, DRAFT_REMAINING, `${d.remaining}`, DRAFT_RESET, `${secondsUntil(d.resetAt, now)}`, RATE_LIMIT_POLICY, shortOf(d));
+        out.push(
+          DRAFT_LIMIT,
+          `${d.limit}`,
+          DRAFT_REMAINING,
+          `${d.remaining}`,
+          DRAFT_RESET,
+          `${secondsUntil(d.resetAt, now)}`,
+          RATE_LIMIT_POLICY,
+          shortOf(d),
+        );
       });
     } else if (format === "draft-7") {
       writers.push((d, now, out) => {
-        out.push(RATE_LIMIT, `limit=${d.limit}, remaining=${d.remaining}, reset=${secondsUntil(d.resetAt, now)}`, RATE_LIMIT_POLICY, shortOf(d));
+        out.push(
+          RATE_LIMIT,
+          `limit=${d.limit}, remaining=${d.remaining}, reset=${secondsUntil(d.resetAt, now)}`,
+          RATE_LIMIT_POLICY,
+          shortOf(d),
+        );
       });
     } else {
       // A denied policy's `t` is when it admits again, so Retry-After never points earlier than it.
       const entry = (i: number, remaining: number, resetAt: number, retryAfterMs: number, now: number): string =>
-        `${ietfPrefix[i]}${remaining};${RESET}=${retryAfterMs > 0 && retryAfterMs !== Infinity ? Math.ceil(retryAfterMs / 1000) : secondsUntil(resetAt, now)}`;
-      writers.push(single
-        ? (d, now, out) => { out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, entry(0, d.remaining, d.resetAt, d.retryAfterMs, now)); }
-        : (d, now, out) => {
-          let value = "";
-          const all = d.policies;
-          for (let i = 0; i < all.length; i++) {
-            const p = all[i]!;
-            value += (i === 0 ? "" : ", ") + entry(i, p.remaining, p.resetAt, p.retryAfterMs, now);
+        `${ietfPrefix[i]}${remaining};${RESET}=${
+          retryAfterMs > 0 && retryAfterMs !== Infinity ? Math.ceil(retryAfterMs / 1000) : secondsUntil(resetAt, now)
+        }`;
+      writers.push(
+        single
+          ? (d, now, out) => {
+            out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, entry(0, d.remaining, d.resetAt, d.retryAfterMs, now));
           }
-          out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, value);
-        });
+          : (d, now, out) => {
+            let value = "";
+            const all = d.policies;
+            for (let i = 0; i < all.length; i++) {
+              const p = all[i]!;
+              value += (i === 0 ? "" : ", ") + entry(i, p.remaining, p.resetAt, p.retryAfterMs, now);
+            }
+            out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, value);
+          },
+      );
     }
   }
   if (writers.length === 1) return writers[0];
-  return (d, now, out) => { for (const w of writers) w(d, now, out); };
+  return (d, now, out) => {
+    for (const w of writers) w(d, now, out);
+  };
 }

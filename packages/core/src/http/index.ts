@@ -16,14 +16,21 @@ export type {
   Rule,
   RuleOptions,
 } from "./options.ts";
-export { RateLimitResult, type RateLimitInfo } from "./result.ts";
+export { type RateLimitInfo, RateLimitResult } from "./result.ts";
 export type { PreparedResponse } from "./response.ts";
 export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-guard.ts";
 export { toFetchResponse } from "./fetch.ts";
-export { settleOnClose, type NodeResponseLike } from "./node-response.ts";
+export { type NodeResponseLike, settleOnClose } from "./node-response.ts";
 export { targetPath } from "./rules.ts";
 export { DEFAULT_HEADER_FORMATS, HEADER_NAMES, type HeaderFormat } from "./headers.ts";
-export { parseForwarded, TRUST_PROXY_PRESETS, type ProxyHeader, type TrustProxy, type TrustProxyPreset, type TrustProxyPresetOptions } from "./client-ip.ts";
+export {
+  parseForwarded,
+  type ProxyHeader,
+  TRUST_PROXY_PRESETS,
+  type TrustProxy,
+  type TrustProxyPreset,
+  type TrustProxyPresetOptions,
+} from "./client-ip.ts";
 export { TRUST_PROXY_RANGES, TRUST_PROXY_RANGES_AS_OF } from "./proxy-ranges.ts";
-export { formatIp, groupIp, inRange, normalizeIp, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
-export { WARNINGS, Warnings, type Logger, type WarningCode, type WarningsOption } from "./warnings.ts";
+export { formatIp, groupIp, inRange, type IpRange, normalizeIp, type ParsedIp, parseIp, parseRange } from "./ip.ts";
+export { type Logger, type WarningCode, WARNINGS, Warnings, type WarningsOption } from "./warnings.ts";

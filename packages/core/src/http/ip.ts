@@ -149,10 +149,16 @@ export function formatIp(ip: ParsedIp): string {
   let bestStart = -1;
   let bestLength = 1;
   for (let i = 0; i < 8;) {
-    if (g[i] !== 0) { i++; continue; }
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
     let j = i;
     while (j < 8 && g[j] === 0) j++;
-    if (j - i > bestLength) { bestStart = i; bestLength = j - i; }
+    if (j - i > bestLength) {
+      bestStart = i;
+      bestLength = j - i;
+    }
     i = j;
   }
   const hex = (from: number, to: number): string => g.slice(from, to).map((x) => x.toString(16)).join(":");

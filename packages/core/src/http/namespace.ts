@@ -39,7 +39,9 @@ export function claimNamespace(store: RateLimitStore, prefix: string, policies: 
   else if (claimed !== signature) {
     throw new FloodgateError(
       "INVALID_OPTION",
-      `${WHERE}: the namespace ${JSON.stringify(prefix)} of this store already counts other policies (${claimed}; here ${signature}). Two limiters with different policies in one namespace would read and reset each other's counters: give this middleware (or rule) another \`prefix\`, leave \`prefix\` out to get a namespace of its own policies, or share one limiter.`,
+      `${WHERE}: the namespace ${
+        JSON.stringify(prefix)
+      } of this store already counts other policies (${claimed}; here ${signature}). Two limiters with different policies in one namespace would read and reset each other's counters: give this middleware (or rule) another \`prefix\`, leave \`prefix\` out to get a namespace of its own policies, or share one limiter.`,
     );
   }
 }

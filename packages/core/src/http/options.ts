@@ -15,21 +15,21 @@ import {
   isString,
   objectOf,
   oneOf,
+  type OptionSpec,
+  type OptionSpecs,
   parseOptions,
   prefixOf,
   range,
   recordOf,
   STORE_ACCEPTED,
   whole,
-  type OptionSpec,
-  type OptionSpecs,
 } from "../validation.ts";
-import { trustProxySpec, type ProxyHeader, type TrustProxy } from "./client-ip.ts";
+import { type ProxyHeader, type TrustProxy, trustProxySpec } from "./client-ip.ts";
 import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
 import type { RateLimitInfo } from "./result.ts";
 import type { CircuitBreakerOptions, StoreErrorAction } from "./store-guard.ts";
-import { WARNINGS, type Logger, type WarningsOption } from "./warnings.ts";
+import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -210,7 +210,9 @@ function specs(): OptionSpecs {
     skip: FUNCTION,
     // An address with a bad prefix length ("10.0.0.0/33", "10.0.0.0/8x") is a mistake, not a key that never matches.
     allowList: [
-      arrayOf((v) => isString(v) && v !== "" && (parseRange(v as string) !== undefined || parseIp((v as string).split("/")[0]!) === undefined)),
+      arrayOf((v) =>
+        isString(v) && v !== "" && (parseRange(v as string) !== undefined || parseIp((v as string).split("/")[0]!) === undefined)
+      ),
       "an array of IP addresses, CIDR ranges or keys (an address with a prefix length must be a valid CIDR range, such as 10.0.0.0/8)",
     ],
     trustProxy: trustProxySpec(),
@@ -220,7 +222,10 @@ function specs(): OptionSpecs {
     headers: [(v) => isBoolean(v) || isFormat(v) || arrayOf(isFormat)(v), `true, false, or one or several of ${quoted(FORMATS)}`],
     legacyReset: choice("epoch", "delta"),
     statusCode: range("an HTTP status", 400, 599),
-    message: [(v) => isString(v) || isRecord(v), "a string (the message in the default body), or a plain object sent as the whole JSON body"],
+    message: [
+      (v) => isString(v) || isRecord(v),
+      "a string (the message in the default body), or a plain object sent as the whole JSON body",
+    ],
     format: choice("json", "problem+json"),
     handler: FUNCTION,
     skipSuccessfulRequests: bool,
@@ -230,7 +235,10 @@ function specs(): OptionSpecs {
       '"allow", "deny", "fallback", or a function returning one of them',
     ],
     timeoutMs: [(v) => v === false || whole(1, 60_000)(v), "a whole number of milliseconds from 1 to 60000, or false (no deadline)"],
-    circuitBreaker: [(v) => v === false || isBreaker(v), "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }"],
+    circuitBreaker: [
+      (v) => v === false || isBreaker(v),
+      "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }",
+    ],
     onDecision: FUNCTION,
     onLimited: FUNCTION,
     logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
@@ -242,16 +250,25 @@ function specs(): OptionSpecs {
 }
 
 /** The error of one invalid HTTP option. */
-export const invalidHttpOption = (option: string, value: unknown, expected: string): FloodgateError => invalidOption(WHERE, option, value, expected);
+export const invalidHttpOption = (option: string, value: unknown, expected: string): FloodgateError =>
+  invalidOption(WHERE, option, value, expected);
 
 /**
  * Validates `options` once, at construction, and returns the options given. `adapterFunction`
  * names an adapter's own function-valued option (Hono's `getConnInfo`), checked with the others.
  */
 export function parseHttpOptions<Raw>(options: HttpRateLimitOptions<Raw>, adapterFunction: string | undefined): HttpRateLimitOptions<Raw> {
-  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, WHERE, adapterFunction ? { ...specs(), [adapterFunction]: FUNCTION } : specs());
+  const o = parseOptions<HttpRateLimitOptions<Raw>>(
+    options,
+    WHERE,
+    adapterFunction ? { ...specs(), [adapterFunction]: FUNCTION } : specs(),
+  );
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
-    throw invalidHttpOption("limiter", o.limiter, "either `limiter`, or `store` and `policy`, not both (a ready limiter has its own store and policies)");
+    throw invalidHttpOption(
+      "limiter",
+      o.limiter,
+      "either `limiter`, or `store` and `policy`, not both (a ready limiter has its own store and policies)",
+    );
   }
   return o;
 }
@@ -260,10 +277,18 @@ export function parseHttpOptions<Raw>(options: HttpRateLimitOptions<Raw>, adapte
 export function headerFormats(headers: HttpRateLimitOptions["headers"]): readonly HeaderFormat[] {
   const formats = headers === undefined || headers === true
     ? DEFAULT_HEADER_FORMATS
-    : headers === false ? [] : typeof headers === "string" ? [headers] : [...new Set(headers)];
+    : headers === false
+    ? []
+    : typeof headers === "string"
+    ? [headers]
+    : [...new Set(headers)];
   const drafts = formats.filter((f) => f !== "legacy");
   if (drafts.length > 1) {
-    throw invalidHttpOption("headers", headers, `at most one of "draft-6", "draft-7", "draft-11" ("${drafts[0]}" and "${drafts[1]}" both write RateLimit-Policy)`);
+    throw invalidHttpOption(
+      "headers",
+      headers,
+      `at most one of "draft-6", "draft-7", "draft-11" ("${drafts[0]}" and "${drafts[1]}" both write RateLimit-Policy)`,
+    );
   }
   return formats;
 }

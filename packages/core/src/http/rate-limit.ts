@@ -4,8 +4,8 @@ import { sha256Hex, utf16Bytes } from "../sha256.ts";
 import { createClientIpResolver } from "./client-ip.ts";
 import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";
-import { formatIp, groupIp, inRange, parseIp, parseRange, type IpRange, type ParsedIp } from "./ip.ts";
-import { headerFormats, parseHttpOptions, WHERE, type HttpRateLimitOptions, type MaybePromise, type RequestAccess } from "./options.ts";
+import { formatIp, groupIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
+import { headerFormats, type HttpRateLimitOptions, type MaybePromise, parseHttpOptions, type RequestAccess, WHERE } from "./options.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { compileRules } from "./rules.ts";
@@ -73,7 +73,11 @@ export function fitKey(key: string): string {
  * @param adapterFunction - the name of an adapter's own function-valued option (Hono's
  *   `getConnInfo`), validated here with the others; the adapter reads it from `options`.
  */
-export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, access: RequestAccess<Raw>, adapterFunction?: string): HttpRateLimiter<Raw> {
+export function createHttpRateLimiter<Raw>(
+  options: HttpRateLimitOptions<Raw>,
+  access: RequestAccess<Raw>,
+  adapterFunction?: string,
+): HttpRateLimiter<Raw> {
   const o = parseHttpOptions(options, adapterFunction);
   const warnings = new Warnings(o.warnings, o.logger ?? console);
   const clock = o.clock ?? Date.now;
@@ -153,21 +157,28 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         const skipped = o.skip(req);
         if (isThenable(skipped) ? await skipped : skipped) return undefined;
       }
-      if (client !== undefined) for (const range of allowIps) if (inRange(client, range)) return undefined;
+      if (client !== undefined) { for (const range of allowIps) if (inRange(client, range)) return undefined; }
       const rule = rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
       if (rule === undefined) return undefined;
 
       const keyFunction = rule.key ?? o.key;
       const returnedKey = keyFunction?.(req);
       const givenKey = isThenable(returnedKey) ? await returnedKey : returnedKey;
-      const key = givenKey === undefined || givenKey === "" ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet)) : fitKey(givenKey);
+      const key = givenKey === undefined || givenKey === ""
+        ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
+        : fitKey(givenKey);
       if (allowKeys.has(key)) return undefined;
 
       const returnedCost = typeof rule.cost === "number" ? rule.cost : rule.cost(req);
       const cost = isThenable(returnedCost) ? await returnedCost : returnedCost;
       // The limiter's own bound too, so the error names the cost function rather than contradicting itself.
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > Number.MAX_SAFE_INTEGER) {
-        throw new FloodgateError("INVALID_ARGUMENT", `${WHERE}: the \`cost\` function returned ${describeValue(cost)}; it must return a whole number from 0 to 9007199254740991 (0: the request is not counted).`);
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `${WHERE}: the \`cost\` function returned ${
+            describeValue(cost)
+          }; it must return a whole number from 0 to 9007199254740991 (0: the request is not counted).`,
+        );
       }
       if (cost === 0) return undefined;
 
@@ -195,7 +206,9 @@ export function createHttpRateLimiter<Raw>(options: HttpRateLimitOptions<Raw>, a
         response = isThenable(prepared) ? await prepared : prepared;
       }
       const refund = refundWhen !== undefined && info.allowed && decision !== undefined
-        ? (status: number): void => { if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost, decision.charge); }
+        ? (status: number): void => {
+          if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost, decision.charge);
+        }
         : undefined;
       return new RateLimitResult(info, headers, response, refund);
     },

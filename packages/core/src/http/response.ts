@@ -18,7 +18,12 @@ export interface PreparedResponse {
 }
 
 /** Builds the response of a limited request from its info and headers (Retry-After included). */
-export type Responder<Raw> = (req: RateLimitRequest<Raw>, info: RateLimitInfo, headers: readonly string[], retryAfter: number) => MaybePromise<PreparedResponse>;
+export type Responder<Raw> = (
+  req: RateLimitRequest<Raw>,
+  info: RateLimitInfo,
+  headers: readonly string[],
+  retryAfter: number,
+) => MaybePromise<PreparedResponse>;
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const TEXT_TYPE = "text/plain; charset=utf-8";
@@ -28,7 +33,12 @@ const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After p
  * Whole seconds a limited client should wait: the decision's, or, for a "deny" after a store
  * failure (no figures), the open circuit's remaining cool-down, at least one second.
  */
-export function limitedRetryAfter(decision: Decision | undefined, policies: readonly Policy[], circuitOpenMs: number, nowMs: number): number {
+export function limitedRetryAfter(
+  decision: Decision | undefined,
+  policies: readonly Policy[],
+  circuitOpenMs: number,
+  nowMs: number,
+): number {
   return decision === undefined ? Math.max(1, Math.ceil(circuitOpenMs / 1000)) : retryAfterSeconds(decision, policies, nowMs);
 }
 
@@ -62,5 +72,9 @@ export function createResponder<Raw>(o: HttpRateLimitOptions<Raw>): Responder<Ra
     ? `{"type":"about:blank","title":"Too Many Requests","status":${status},"detail":${message},"retryAfter":`
     : `{"error":{"code":"RATE_LIMITED","message":${message},"retryAfter":`;
   const tail = problem ? "}" : "}}";
-  return (_req, _info, headers, retryAfter) => ({ status, headers: [...headers, "Content-Type", contentType], body: `${head}${retryAfter}${tail}` });
+  return (_req, _info, headers, retryAfter) => ({
+    status,
+    headers: [...headers, "Content-Type", contentType],
+    body: `${head}${retryAfter}${tail}`,
+  });
 }

@@ -93,7 +93,12 @@ export class RateLimitResult {
    * Built by {@link HttpRateLimiter.decideRequest}; `refund` is set only when the request's final
    * status may give its units back (`skipSuccessfulRequests`/`skipFailedRequests`).
    */
-  constructor(info: RateLimitInfo, headers: readonly string[], response: PreparedResponse | undefined, refund: ((status: number) => void) | undefined) {
+  constructor(
+    info: RateLimitInfo,
+    headers: readonly string[],
+    response: PreparedResponse | undefined,
+    refund: ((status: number) => void) | undefined,
+  ) {
     this.info = info;
     this.allowed = info.allowed;
     this.headers = headers;

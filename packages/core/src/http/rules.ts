@@ -5,7 +5,16 @@ import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import { claimNamespace, policyFingerprint } from "./namespace.ts";
 import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
-import { invalidHttpOption, RULE_ACCEPTED, WHERE, type CostFunction, type HttpRateLimitOptions, type KeyFunction, type Rule, type RuleOptions } from "./options.ts";
+import {
+  type CostFunction,
+  type HttpRateLimitOptions,
+  invalidHttpOption,
+  type KeyFunction,
+  type Rule,
+  RULE_ACCEPTED,
+  type RuleOptions,
+  WHERE,
+} from "./options.ts";
 import { GuardedLimiter, type StoreFailurePolicy } from "./store-guard.ts";
 
 // Rules: "METHOD /path" patterns (compiled, ordered by specificity, matched per request) and the
@@ -79,7 +88,9 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
   const invalid = (why: string): FloodgateError =>
     new FloodgateError(
       "INVALID_OPTION",
-      `invalid rule ${JSON.stringify(source)}: ${why}; expected "METHOD /path" (or "/path" for any method) where a segment is literal text (without *, :, { or }), ":name" or "*", or "default".`,
+      `invalid rule ${
+        JSON.stringify(source)
+      }: ${why}; expected "METHOD /path" (or "/path" for any method) where a segment is literal text (without *, :, { or }), ":name" or "*", or "default".`,
     );
   if (!METHOD.test(methodText)) throw invalid(`method ${JSON.stringify(methodText)} is not a method name or *`);
   if (pathText[0] !== "/") throw invalid("the path must start with /");
@@ -230,7 +241,9 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     try {
       compiled = compile(name, rule, index++);
     } catch (error) {
-      if (error instanceof FloodgateError && !error.message.startsWith(WHERE)) throw new FloodgateError(error.code, `${WHERE}: option \`rules\`: ${error.message}`);
+      if (error instanceof FloodgateError && !error.message.startsWith(WHERE)) {
+        throw new FloodgateError(error.code, `${WHERE}: option \`rules\`: ${error.message}`);
+      }
       throw error;
     }
     if (compiled.pattern === undefined) defaultRule = compiled;
@@ -239,11 +252,16 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
   // The default rule keeps the base prefix as is (no rule name in it).
   if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
-    const limiter = o.limiter ?? createRateLimiter({ policy: o.policy!, store: baseStore, prefix: ownNamespace(o.prefix ?? "fg:", o.policy!), clock });
+    const limiter = o.limiter ??
+      createRateLimiter({ policy: o.policy!, store: baseStore, prefix: ownNamespace(o.prefix ?? "fg:", o.policy!), clock });
     defaultRule = compile("default", { limiter }, index);
   }
   if (defaultRule === undefined && patternRules.length === 0) {
-    throw invalidHttpOption("policy", undefined, "`limiter`, `policy` (with an optional `store`), or `rules`: a middleware needs at least one limit to apply");
+    throw invalidHttpOption(
+      "policy",
+      undefined,
+      "`limiter`, `policy` (with an optional `store`), or `rules`: a middleware needs at least one limit to apply",
+    );
   }
 
   // The patterns in the other case mode, compiled the first time a request asks for it (the
@@ -254,7 +272,9 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     match(method, path, sensitive = caseSensitive) {
       if (patternRules.length > 0) {
         const normalized = normalizeRoutePath(path, sensitive);
-        const patterns = sensitive === caseSensitive ? undefined : (otherMode ??= patternRules.map((r) => compilePattern(r.name, sensitive)));
+        const patterns = sensitive === caseSensitive
+          ? undefined
+          : (otherMode ??= patternRules.map((r) => compilePattern(r.name, sensitive)));
         for (let i = 0; i < patternRules.length; i++) {
           if (matchesPattern(patterns?.[i] ?? patternRules[i]!.pattern!, method, normalized)) return patternRules[i];
         }

@@ -1,7 +1,13 @@
 import { FloodgateError } from "../errors.ts";
-import { createRateLimiter, rebindLimiter, type Charge, type Decision, type RateLimiter } from "../limiter.ts";
+import { type Charge, createRateLimiter, type Decision, type RateLimiter, rebindLimiter } from "../limiter.ts";
 import { isMemoryStore, memoryStore } from "../stores/memory-store.ts";
-import { isResilientStore, resilientStore, toStoreError, type ResilientStore, type ResilientStoreOptions } from "../stores/resilient-store.ts";
+import {
+  isResilientStore,
+  type ResilientStore,
+  resilientStore,
+  type ResilientStoreOptions,
+  toStoreError,
+} from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import type { HookCaller } from "./hooks.ts";
 import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
@@ -48,7 +54,9 @@ export function storeFailurePolicy<Raw>(
   callHook: HookCaller,
 ): StoreFailurePolicy {
   // The requests `choose` gets are this middleware's own, whose `raw` is a Raw.
-  const hook = typeof onStoreError === "function" ? onStoreError as (error: FloodgateError, req: RateLimitRequest | undefined) => StoreErrorAction | void : undefined;
+  const hook = typeof onStoreError === "function"
+    ? onStoreError as (error: FloodgateError, req: RateLimitRequest | undefined) => StoreErrorAction | void
+    : undefined;
   const action: StoreErrorAction = typeof onStoreError === "string" ? onStoreError : "fallback";
   return {
     clock,
@@ -68,7 +76,9 @@ export function storeFailurePolicy<Raw>(
  * middleware's `timeoutMs`, `circuitBreaker` and `logger`), shared by the rules on it. The memory
  * store answers synchronously and is used as it is; a store the app wrapped itself keeps its wrapper.
  */
-export function storeGuard(options: Pick<ResilientStoreOptions, "timeoutMs" | "circuitBreaker" | "logger">): (limiter: RateLimiter) => RateLimiter {
+export function storeGuard(
+  options: Pick<ResilientStoreOptions, "timeoutMs" | "circuitBreaker" | "logger">,
+): (limiter: RateLimiter) => RateLimiter {
   const guarded = new Map<RateLimitStore, ResilientStore>();
   const wrap = (bare: RateLimitStore): RateLimitStore => {
     if (isMemoryStore(bare) || isResilientStore(bare)) return bare;

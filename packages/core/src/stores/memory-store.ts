@@ -1,8 +1,8 @@
-import { algorithmOf, FIELDS_PER_POLICY, toMicros, type Algorithm } from "../algorithms/algorithm.ts";
+import { type Algorithm, algorithmOf, FIELDS_PER_POLICY, toMicros } from "../algorithms/algorithm.ts";
 import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
-import { parseOptions, range, type OptionSpecs } from "../validation.ts";
+import { type OptionSpecs, parseOptions, range } from "../validation.ts";
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -219,7 +219,15 @@ class MemoryStoreImpl implements MemoryStore {
    * Every policy is evaluated first, and all are charged only when every one admits. A key with
    * no state is decided on the layout's blank slot; it takes a slot only for a charged admission.
    */
-  #decideAll(layout: Layout, policies: readonly Policy[], fullKey: string, ref: number | undefined, now: number, cost: number, charge: boolean): StoreResult {
+  #decideAll(
+    layout: Layout,
+    policies: readonly Policy[],
+    fullKey: string,
+    ref: number | undefined,
+    now: number,
+    cost: number,
+    charge: boolean,
+  ): StoreResult {
     const count = policies.length;
     // Packed, as the single-policy path's literal: `apply` then sees one kind of array.
     const out = [0];
@@ -235,7 +243,9 @@ class MemoryStoreImpl implements MemoryStore {
       data = layout.data;
       base = (ref >>> LAYOUT_BITS) * layout.width;
       data[base + 1] = 1;
-      if (layout.logOffsets.length > 0) logs = layout.keepsLog.map((keeps, p) => (keeps ? this.#logs[data[base + layout.offsets[p]!]! - 1] : undefined));
+      if (layout.logOffsets.length > 0) {
+        logs = layout.keepsLog.map((keeps, p) => (keeps ? this.#logs[data[base + layout.offsets[p]!]! - 1] : undefined));
+      }
     }
     let allowed = 1;
     for (let p = 0; p < count; p++) {
@@ -247,7 +257,17 @@ class MemoryStoreImpl implements MemoryStore {
     if (allowed === 0 || !charge) return out;
     let expiry = 0;
     for (let p = 0; p < count; p++) {
-      const e = layout.algorithms[p]!.apply(policies[p]!, data, base + layout.offsets[p]!, logs?.[p], now, cost, out, 1 + p * FIELDS_PER_POLICY, true);
+      const e = layout.algorithms[p]!.apply(
+        policies[p]!,
+        data,
+        base + layout.offsets[p]!,
+        logs?.[p],
+        now,
+        cost,
+        out,
+        1 + p * FIELDS_PER_POLICY,
+        true,
+      );
       if (e > expiry) expiry = e;
     }
     for (let p = 0; p < count; p++) out.push(layout.algorithms[p]!.mark(policies[p]!, data, base + layout.offsets[p]!, logs?.[p]));
@@ -339,7 +359,10 @@ class MemoryStoreImpl implements MemoryStore {
       layout = this.#layoutBySignature.get(signature);
       if (layout === undefined) {
         if (this.#layouts.length >= LAYOUTS) {
-          throw new FloodgateError("INVALID_ARGUMENT", `memoryStore(): more than ${LAYOUTS} combinations of policy kinds in one store; use more stores.`);
+          throw new FloodgateError(
+            "INVALID_ARGUMENT",
+            `memoryStore(): more than ${LAYOUTS} combinations of policy kinds in one store; use more stores.`,
+          );
         }
         layout = new Layout(this.#layouts.length, set);
         this.#layouts.push(layout);

@@ -1,6 +1,6 @@
 import { FIELDS_PER_POLICY } from "../algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "../errors.ts";
-import { isFunction, objectOf, parseOptions, whole, type OptionSpecs } from "../validation.ts";
+import { isFunction, objectOf, type OptionSpecs, parseOptions, whole } from "../validation.ts";
 import type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
 
 // One implementation of what a failing store must never do to the app: hang a request (a deadline
@@ -103,7 +103,10 @@ const OPTIONS: OptionSpecs = {
     "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }",
   ],
   maxInFlight: [whole(1), "a whole number >= 1"],
-  logger: [(v) => v === false || (typeof v === "object" && v !== null && typeof (v as StoreLogger).warn === "function"), "false or an object with a warn(message) method, such as console"],
+  logger: [
+    (v) => v === false || (typeof v === "object" && v !== null && typeof (v as StoreLogger).warn === "function"),
+    "false or an object with a warn(message) method, such as console",
+  ],
   onFailure: [isFunction, "a function called with each failure's FloodgateError"],
 };
 
@@ -201,7 +204,10 @@ class Breaker {
 export function resilientStore(store: RateLimitStore, options: ResilientStoreOptions = {}): ResilientStore {
   const o = parseOptions<ResilientStoreOptions>(options, "resilientStore()", OPTIONS);
   if (typeof store !== "object" || store === null || typeof store.consume !== "function") {
-    throw new FloodgateError("INVALID_ARGUMENT", `resilientStore(): received ${describeValue(store)} as the store; expected a store such as upstashStore() or redisStore().`);
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `resilientStore(): received ${describeValue(store)} as the store; expected a store such as upstashStore() or redisStore().`,
+    );
   }
   return new ResilientStoreImpl(store, o);
 }
@@ -265,7 +271,11 @@ class ResilientStoreImpl implements ResilientStore {
   }
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<StoreResult> {
-    return this.#call(nowMs, (signal) => this.inner.consume(set, key, cost, nowMs, signal), (late) => this.#lateCharge(set, key, cost, nowMs, late as StoreResult));
+    return this.#call(
+      nowMs,
+      (signal) => this.inner.consume(set, key, cost, nowMs, signal),
+      (late) => this.#lateCharge(set, key, cost, nowMs, late as StoreResult),
+    );
   }
 
   peek(set: PolicySet, key: string, nowMs: number): MaybePromise<StoreResult> {
@@ -290,19 +300,33 @@ class ResilientStoreImpl implements ResilientStore {
    * logs' time); `reset` passes none and gets the last time a call brought (a limiter with an
    * injected clock keeps one timeline).
    */
-  #call<T>(nowMs: number | undefined, invoke: (signal: CallSignal) => MaybePromise<T>, onLateAnswer: ((value: T) => void) | undefined): MaybePromise<T> {
+  #call<T>(
+    nowMs: number | undefined,
+    invoke: (signal: CallSignal) => MaybePromise<T>,
+    onLateAnswer: ((value: T) => void) | undefined,
+  ): MaybePromise<T> {
     const atMs = nowMs ?? this.#lastNowMs ?? Date.now();
     this.#lastNowMs = atMs;
     this.#calls++;
     this.#firstCallAtMs ??= atMs;
     // The bound first: a call refused here must not take the circuit's one probe.
     if (this.#inFlight >= this.#maxInFlight) {
-      return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store has ${this.#inFlight} calls in flight already (maxInFlight ${this.#maxInFlight}); this call was not sent. The store is answering too slowly for the traffic: check its latency and load.`));
+      return this.#reject(
+        new FloodgateError(
+          "STORE_UNAVAILABLE",
+          `The ${this.name} store has ${this.#inFlight} calls in flight already (maxInFlight ${this.#maxInFlight}); this call was not sent. The store is answering too slowly for the traffic: check its latency and load.`,
+        ),
+      );
     }
     const openMs = this.#breaker?.admit(atMs) ?? 0;
     const probe = openMs === PROBE;
     if (openMs > 0) {
-      return this.#reject(new FloodgateError("STORE_UNAVAILABLE", `The ${this.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`));
+      return this.#reject(
+        new FloodgateError(
+          "STORE_UNAVAILABLE",
+          `The ${this.name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`,
+        ),
+      );
     }
     const signal = { aborted: false };
     let pending: MaybePromise<T>;
@@ -324,7 +348,10 @@ class ResilientStoreImpl implements ResilientStore {
         done = true;
         signal.aborted = true;
         this.#timeouts++;
-        const error = new FloodgateError("STORE_TIMEOUT", `The ${this.name} store did not answer within ${timeoutMs} ms; the call was abandoned.`);
+        const error = new FloodgateError(
+          "STORE_TIMEOUT",
+          `The ${this.name} store did not answer within ${timeoutMs} ms; the call was abandoned.`,
+        );
         // The deadline on the limiter's clock: the circuit opens from when the timeout was seen.
         this.#failed(error, atMs + timeoutMs, probe).then(undefined, reject);
       }, timeoutMs);
@@ -367,7 +394,10 @@ class ResilientStoreImpl implements ResilientStore {
     if (result.length <= at) return;
     const marks = result.slice(at);
     // A refund that throws or rejects leaves the charge in place: it stays counted, not refunded.
-    new Promise<void>((resolve) => resolve(this.inner.refund(set, key, cost, nowMs, marks))).then(() => this.#lateRefunds++, () => undefined);
+    new Promise<void>((resolve) => resolve(this.inner.refund(set, key, cost, nowMs, marks))).then(
+      () => this.#lateRefunds++,
+      () => undefined,
+    );
   }
 
   #succeeded(atMs: number): void {
@@ -380,7 +410,9 @@ class ResilientStoreImpl implements ResilientStore {
     this.#failingSinceMs = undefined;
     this.#log(
       "info",
-      `The ${this.name} store answers again, after failing for ${Math.max(0, atMs - since)} ms; ${failed} ${failed === 1 ? "call" : "calls"} failed meanwhile.`,
+      `The ${this.name} store answers again, after failing for ${Math.max(0, atMs - since)} ms; ${failed} ${
+        failed === 1 ? "call" : "calls"
+      } failed meanwhile.`,
     );
   }
 

@@ -1,4 +1,4 @@
-import { algorithmOf, FIELDS_PER_POLICY, toMicros, type Algorithm } from "../algorithms/algorithm.ts";
+import { type Algorithm, algorithmOf, FIELDS_PER_POLICY, toMicros } from "../algorithms/algorithm.ts";
 import type { PolicySet, StoreResult } from "./store.ts";
 
 /*
@@ -61,7 +61,14 @@ const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
  * @example
  * const { result, state, changed, expiresAtMs } = evaluateState(set, JSON.parse(value), 1, Date.now(), "consume");
  */
-export function evaluateState(set: PolicySet, stored: unknown, cost: number, nowMs: number, mode: EvaluateMode, marks?: readonly number[]): StateEvaluation {
+export function evaluateState(
+  set: PolicySet,
+  stored: unknown,
+  cost: number,
+  nowMs: number,
+  mode: EvaluateMode,
+  marks?: readonly number[],
+): StateEvaluation {
   const policies = set.policies;
   const algorithms = policies.map(algorithmOf);
   const kinds = policies.map((p) => p.kind).join(",");
@@ -98,7 +105,17 @@ export function evaluateState(set: PolicySet, stored: unknown, cost: number, now
   }
   let expiry = 0;
   for (let p = 0; p < policies.length; p++) {
-    const e = algorithms[p]!.apply(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p], now, cost, out, 1 + p * FIELDS_PER_POLICY, true);
+    const e = algorithms[p]!.apply(
+      policies[p]!,
+      state.numbers,
+      state.offsets[p]!,
+      state.logs[p],
+      now,
+      cost,
+      out,
+      1 + p * FIELDS_PER_POLICY,
+      true,
+    );
     if (e > expiry) expiry = e;
   }
   for (let p = 0; p < policies.length; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));

@@ -39,7 +39,8 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  */
 
 /** Reads cost (refund: whether to refund it; charge: whether to consume it) and now (µs). */
-const prelude = (nowAt: string): string => `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
+const prelude = (nowAt: string): string =>
+  `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
 local cost, now = ARGV[1] + 0, ARGV[${nowAt}]
 local refund, charge = cost < 0, cost > 0
 if refund then cost = -cost elseif not charge then cost = 1 end

@@ -1,5 +1,5 @@
-import { hasMethods, parseOptions, type OptionSpecs } from "../../validation.ts";
-import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
+import { hasMethods, type OptionSpecs, parseOptions } from "../../validation.ts";
+import { type RedisScriptStore, SCRIPT_STORE_OPTIONS, ScriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
 
 /** The part of an ioredis client (`Redis` or `Cluster`) the store uses. */
 export interface IORedisLike {
@@ -48,14 +48,18 @@ let OPTIONS: OptionSpecs | undefined;
  * });
  */
 export function redisStore(options: RedisStoreOptions): RedisScriptStore {
-  const o = parseOptions<RedisStoreOptions>(options, "redisStore()", OPTIONS ??= {
-    client: [
-      (v) => isNodeRedis(v) || hasMethods("evalsha", "eval", "del")(v),
-      "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
-      1,
-    ],
-    ...SCRIPT_STORE_OPTIONS,
-  });
+  const o = parseOptions<RedisStoreOptions>(
+    options,
+    "redisStore()",
+    OPTIONS ??= {
+      client: [
+        (v) => isNodeRedis(v) || hasMethods("evalsha", "eval", "del")(v),
+        "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
+        1,
+      ],
+      ...SCRIPT_STORE_OPTIONS,
+    },
+  );
   const client = o.client;
   let transport: ScriptTransport;
   if (isNodeRedis(client)) {

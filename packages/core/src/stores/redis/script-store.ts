@@ -2,9 +2,9 @@ import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS } from "../../algorithms/registry.ts";
 import { describeValue, FloodgateError } from "../../errors.ts";
 import type { CallSignal, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
-import { isBoolean, oneOf, whole, type OptionSpecs } from "../../validation.ts";
+import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
-import { luaScripts, type LuaScript } from "./lua.ts";
+import { type LuaScript, luaScripts } from "./lua.ts";
 
 /** Options shared by {@link upstashStore} and {@link redisStore}. */
 export interface ScriptStoreOptions {
@@ -68,8 +68,8 @@ interface Prepared {
 const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
 
 // Chosen once.
-const monotonic: () => number = /* @__PURE__ */ (() =>
-  typeof globalThis.performance?.now === "function" ? () => globalThis.performance.now() : () => Date.now())();
+const monotonic: () => number =
+  /* @__PURE__ */ (() => typeof globalThis.performance?.now === "function" ? () => globalThis.performance.now() : () => Date.now())();
 
 /**
  * The script's reply as the limiter reads it: exactly `length` numbers. Anything else (numbers
@@ -172,7 +172,17 @@ export class ScriptStore implements RedisScriptStore {
    * `signal`: once aborted, the caller has stopped waiting, and no EVAL follows a NOSCRIPT (it
    * would charge a request that already got another answer).
    */
-  async #run(prepared: Prepared, base: string, op: Op, cost: number, nowMs: number, remember: boolean, sentAt: number, signal?: CallSignal, marks?: readonly number[]): Promise<StoreResult> {
+  async #run(
+    prepared: Prepared,
+    base: string,
+    op: Op,
+    cost: number,
+    nowMs: number,
+    remember: boolean,
+    sentAt: number,
+    signal?: CallSignal,
+    marks?: readonly number[],
+  ): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
     if (this.ownsClock && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
@@ -181,7 +191,7 @@ export class ScriptStore implements RedisScriptStore {
       // The marks follow the time, which is then always sent: "" for the server's clock.
       if (!this.ownsClock) list.push(String(toMicros(nowMs)));
       else if (marks !== undefined) list.push("");
-      if (marks !== undefined) for (const mark of marks) list.push(String(mark));
+      if (marks !== undefined) { for (const mark of marks) list.push(String(mark)); }
       args = list;
     }
     const script = prepared.script;
@@ -193,7 +203,10 @@ export class ScriptStore implements RedisScriptStore {
     } catch (error) {
       if (!isNoScript(error)) throw storeError(this.name, op, error);
       if (signal?.aborted === true) {
-        throw new FloodgateError("STORE_TIMEOUT", `${this.name} store: ${op} was abandoned before the script was loaded; it was not sent again.`);
+        throw new FloodgateError(
+          "STORE_TIMEOUT",
+          `${this.name} store: ${op} was abandoned before the script was loaded; it was not sent again.`,
+        );
       }
       try {
         reply = await this.#transport.eval(script.source, keys, args);
@@ -203,12 +216,18 @@ export class ScriptStore implements RedisScriptStore {
     }
     if (op === "refund") return NO_RESULT;
     // A charged admission carries one mark per policy after the figures.
-    const length = 1 + prepared.count * FIELDS_PER_POLICY + (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
+    const length = 1 + prepared.count * FIELDS_PER_POLICY +
+      (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
     if (!isResult(reply, length)) {
-      throw new FloodgateError("STORE_ERROR", `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of ${length} integers.`);
+      throw new FloodgateError(
+        "STORE_ERROR",
+        `${this.name} store: ${op} got an unexpected reply from Redis (${describeValue(reply)}); expected an array of ${length} integers.`,
+      );
     }
     const result = reply;
-    if (remember && result[0] === 0 && this.#cache!.generation === generation) this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
+    if (remember && result[0] === 0 && this.#cache!.generation === generation) {
+      this.#cache!.remember(base, prepared.id, cost, sentAt, result, prepared.limits);
+    }
     return result;
   }
 
@@ -220,7 +239,9 @@ export class ScriptStore implements RedisScriptStore {
       if (lua.maxLimit !== undefined && p.limit > lua.maxLimit) {
         throw new FloodgateError(
           "INVALID_ARGUMENT",
-          `${this.name} store: ${p.kind.replace(/-/g, " ")} "${p.name}" has limit ${p.limit}; Redis stores accept ${p.kind} limits up to ${lua.maxLimit}.`,
+          `${this.name} store: ${
+            p.kind.replace(/-/g, " ")
+          } "${p.name}" has limit ${p.limit}; Redis stores accept ${p.kind} limits up to ${lua.maxLimit}.`,
         );
       }
       if (multi) tail.push(lua.code);
@@ -256,9 +277,7 @@ const escapeLone = (s: string): string => (s.length === 2 ? s : `%u${s.charCodeA
  * identifier's one integer within rate-limiter-flexible's `rlflx:<id>` footprint).
  */
 export function baseKey(prefix: string, key: string): string {
-  const escaped = NEEDS_ESCAPE.test(key)
-    ? key.replace(/%/g, "%25").replace(/\}/g, "%7D").replace(SURROGATES, escapeLone)
-    : key;
+  const escaped = NEEDS_ESCAPE.test(key) ? key.replace(/%/g, "%25").replace(/\}/g, "%7D").replace(SURROGATES, escapeLone) : key;
   return `${prefix}{${escaped}}`;
 }
 

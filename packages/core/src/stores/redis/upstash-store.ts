@@ -1,5 +1,5 @@
-import { hasMethods, parseOptions, type OptionSpecs } from "../../validation.ts";
-import { SCRIPT_STORE_OPTIONS, ScriptStore, type RedisScriptStore, type ScriptStoreOptions } from "./script-store.ts";
+import { hasMethods, type OptionSpecs, parseOptions } from "../../validation.ts";
+import { type RedisScriptStore, SCRIPT_STORE_OPTIONS, ScriptStore, type ScriptStoreOptions } from "./script-store.ts";
 
 /**
  * The part of an `@upstash/redis` `Redis` instance the store uses. Typed structurally so any
@@ -40,10 +40,14 @@ let OPTIONS: OptionSpecs | undefined;
  * });
  */
 export function upstashStore(options: UpstashStoreOptions): RedisScriptStore {
-  const o = parseOptions<UpstashStoreOptions>(options, "upstashStore()", OPTIONS ??= {
-    redis: [hasMethods("evalsha", "eval", "del"), "an @upstash/redis Redis instance (an object with evalsha, eval and del methods)", 1],
-    ...SCRIPT_STORE_OPTIONS,
-  });
+  const o = parseOptions<UpstashStoreOptions>(
+    options,
+    "upstashStore()",
+    OPTIONS ??= {
+      redis: [hasMethods("evalsha", "eval", "del"), "an @upstash/redis Redis instance (an object with evalsha, eval and del methods)", 1],
+      ...SCRIPT_STORE_OPTIONS,
+    },
+  );
   const redis = o.redis;
   // @upstash/redis copies `args` into its command (it never keeps or changes the array).
   return new ScriptStore("upstash", {
