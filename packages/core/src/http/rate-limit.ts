@@ -1,11 +1,12 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import { memoryStore } from "../stores/memory-store.ts";
+import { isThenable } from "../stores/store.ts";
 import { sha256Hex, utf16Bytes } from "../sha256.ts";
 import { createClientIpResolver } from "./client-ip.ts";
 import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";
 import { formatIp, groupIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
-import { headerFormats, type HttpRateLimitOptions, type MaybePromise, parseHttpOptions, type RequestAccess, WHERE } from "./options.ts";
+import { headerFormats, type HttpRateLimitOptions, parseHttpOptions, type RequestAccess, WHERE } from "./options.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { compileRules } from "./rules.ts";
@@ -40,8 +41,6 @@ const DOUBLE_COUNT_WATCH = 1000;
 const FORWARDED_WATCH = 1000;
 /** The key of requests with no client address and no key function. */
 const UNKNOWN_CLIENT_KEY = "unknown";
-
-const isThenable = <T>(v: MaybePromise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
 
 /** Longest key a key function may return that is counted as it is. */
 const MAX_PLAIN_KEY = 1000;

@@ -8,7 +8,7 @@ import {
   type ResilientStoreOptions,
   toStoreError,
 } from "../stores/resilient-store.ts";
-import type { RateLimitStore } from "../stores/store.ts";
+import { isThenable, type RateLimitStore } from "../stores/store.ts";
 import type { HookCaller } from "./hooks.ts";
 import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
 
@@ -89,7 +89,6 @@ export function storeGuard(
   return (limiter) => rebindLimiter(limiter, wrap);
 }
 
-const isThenable = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
 const costOption = (cost: number): { cost: number } | undefined => (cost === 1 ? undefined : { cost });
 
 /** A rule's limiter behind the store-failure policy: what a failed store call becomes for the request. */

@@ -1,7 +1,7 @@
 import { FIELDS_PER_POLICY } from "../algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "../errors.ts";
 import { isFunction, objectOf, type OptionSpecs, parseOptions, whole } from "../validation.ts";
-import type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+import { type CallSignal, isThenable, type MaybePromise, type PolicySet, type RateLimitStore, type StoreResult } from "./store.ts";
 
 // One implementation of what a failing store must never do to the app: hang a request (a deadline
 // on every asynchronous call), be called while it is known to be down (a circuit breaker that
@@ -128,7 +128,6 @@ export function toStoreError(error: unknown, storeName: string): FloodgateError 
   return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${errorText(error)}`, { cause: error });
 }
 
-const isThenable = <T>(v: MaybePromise<T>): v is Promise<T> => typeof (v as Promise<T>)?.then === "function";
 const isCallersError = (error: unknown): boolean => error instanceof FloodgateError && error.code === "INVALID_ARGUMENT";
 
 /** What {@link Breaker.admit} answers for the call that probes the store after a cool-down. */

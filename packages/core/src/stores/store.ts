@@ -3,6 +3,9 @@ import type { Policy } from "../policies.ts";
 /** A value or a promise of it: the memory store answers synchronously, Redis stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
 
+/** Whether a store's (or a user function's) answer is a promise, to be awaited, or the value itself. */
+export const isThenable = <T>(value: MaybePromise<T>): value is Promise<T> => typeof (value as Promise<T>)?.then === "function";
+
 /**
  * What a limiter hands a store with every call: its namespace and its policies. A limiter builds
  * it once, so stores may cache work per set (a memory layout, a script's arguments).
