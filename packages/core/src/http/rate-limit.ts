@@ -6,15 +6,43 @@ import { createClientIpResolver } from "./client-ip.ts";
 import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";
 import { formatIp, groupIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
-import { headerFormats, type HttpRateLimitOptions, parseHttpOptions, type RequestAccess, WHERE } from "./options.ts";
+import {
+  headerFormats,
+  type HttpRateLimitOptions,
+  type MaybePromise,
+  parseHttpOptions,
+  type RateLimitRequest,
+  type RequestAccess,
+  WHERE,
+} from "./options.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { compileRules } from "./rules.ts";
-import { storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
+import { errorText, storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";
 
 // The per-request decision: construction validates and compiles everything once; `decideRequest`
 // then reads the request's facts once each and builds its result in one step.
+
+/**
+ * Calls a user function given as option `option` (`policy`, `key`, `cost`): one that throws or
+ * rejects fails the request with an INVALID_ARGUMENT error naming the option (the cause kept).
+ */
+function called<R, T>(option: string, fn: (req: RateLimitRequest<R>) => MaybePromise<T>, req: RateLimitRequest<R>): MaybePromise<T> {
+  const failed = (error: unknown): FloodgateError =>
+    new FloodgateError(
+      "INVALID_ARGUMENT",
+      `${WHERE}: the \`${option}\` function threw: ${errorText(error)}. The request was not counted.`,
+      { cause: error },
+    );
+  let returned: MaybePromise<T>;
+  try {
+    returned = fn(req);
+  } catch (error) {
+    throw failed(error);
+  }
+  return isThenable(returned) ? returned.then(undefined, (error: unknown) => Promise.reject(failed(error))) : returned;
+}
 
 /** The core of every Floodgate middleware; adapters translate to and from it. */
 export interface HttpRateLimiter<Raw> {
@@ -94,6 +122,7 @@ export function createHttpRateLimiter<Raw>(
     baseStore: o.store ?? o.limiter?.store ?? memoryStore(),
     guard: storeGuard({ timeoutMs: o.timeoutMs, circuitBreaker: o.circuitBreaker, logger: o.logger ?? console }),
     failurePolicy: storeFailurePolicy(o.onStoreError, clock, callHook),
+    warnings,
   });
 
   const allowIps: IpRange[] = [];
@@ -103,8 +132,16 @@ export function createHttpRateLimiter<Raw>(
     if (range !== undefined) allowIps.push(range);
     else allowKeys.add(entry);
   }
+  const succeeded = o.requestWasSuccessful;
+  /** Whether a request that ended with `status` (0: the client left early) is a success; a throwing function says no. */
+  const successful = (req: RateLimitRequest<Raw>, status: number): boolean => {
+    if (status <= 0) return false;
+    if (succeeded === undefined) return status < 400;
+    return callHook("requestWasSuccessful", succeeded, req, status) === true;
+  };
   const refundWhen = o.skipSuccessfulRequests || o.skipFailedRequests
-    ? (status: number): boolean => status > 0 && status < 400 ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
+    ? (req: RateLimitRequest<Raw>, status: number): boolean =>
+      successful(req, status) ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
     : undefined;
   const respond = createResponder(o);
 
@@ -160,15 +197,31 @@ export function createHttpRateLimiter<Raw>(
       const rule = rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
       if (rule === undefined) return undefined;
 
+      let bound = rule.bound;
+      if (bound === undefined) {
+        const returned = called("policy", rule.policyOf!, req);
+        const policies = isThenable(returned) ? await returned : returned;
+        if (policies === undefined) return undefined;
+        bound = rule.boundFor(policies);
+      }
+
       const keyFunction = rule.key ?? o.key;
-      const returnedKey = keyFunction?.(req);
+      const returnedKey = keyFunction === undefined ? undefined : called("key", keyFunction, req);
       const givenKey = isThenable(returnedKey) ? await returnedKey : returnedKey;
+      if (givenKey !== undefined && typeof givenKey !== "string") {
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `${WHERE}: the \`key\` function returned ${
+            describeValue(givenKey)
+          }; it must return a string, or undefined or "" for the client's address. The request was not counted.`,
+        );
+      }
       const key = givenKey === undefined || givenKey === ""
         ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
         : fitKey(givenKey);
       if (allowKeys.has(key)) return undefined;
 
-      const returnedCost = typeof rule.cost === "number" ? rule.cost : rule.cost(req);
+      const returnedCost = typeof rule.cost === "number" ? rule.cost : called("cost", rule.cost, req);
       const cost = isThenable(returnedCost) ? await returnedCost : returnedCost;
       // The limiter's own bound too, so the error names the cost function rather than contradicting itself.
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > Number.MAX_SAFE_INTEGER) {
@@ -181,19 +234,20 @@ export function createHttpRateLimiter<Raw>(
       }
       if (cost === 0) return undefined;
 
-      if (rule.watched < DOUBLE_COUNT_WATCH && typeof raw === "object" && raw !== null && warnings.pending("doubleCount")) {
-        rule.watched++;
-        if (rule.seen.has(raw)) warnings.emit("doubleCount", `rule ${rule.name}, key ${describeValue(key)}`);
-        else rule.seen.add(raw);
+      if (bound.watched < DOUBLE_COUNT_WATCH && typeof raw === "object" && raw !== null && warnings.pending("doubleCount")) {
+        bound.watched++;
+        if (bound.seen.has(raw)) warnings.emit("doubleCount", `rule ${rule.name}, key ${describeValue(key)}`);
+        else bound.seen.add(raw);
       }
 
-      const answer = rule.limiter.consume(key, cost, req);
+      const limiter = bound.limiter;
+      const answer = limiter.consume(key, cost, req);
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
       const info = new RequestRateLimitInfo(outcome, key, rule.name, cost);
       const decision = outcome.decision;
       const headers: string[] = [];
-      if (decision !== undefined) rule.writeHeaders?.(decision, outcome.atMs, headers);
-      const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, rule.policies, rule.limiter.openForMs(outcome.atMs), outcome.atMs);
+      if (decision !== undefined) bound.writeHeaders?.(decision, outcome.atMs, headers);
+      const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, bound.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
       // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
@@ -206,7 +260,7 @@ export function createHttpRateLimiter<Raw>(
       }
       const refund = refundWhen !== undefined && info.allowed && decision !== undefined
         ? (status: number): void => {
-          if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost, decision.charge);
+          if (refundWhen(req, status)) limiter.refund(outcome.source, key, cost, decision.charge);
         }
         : undefined;
       return new RateLimitResult(info, headers, response, refund);
