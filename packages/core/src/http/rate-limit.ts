@@ -17,7 +17,9 @@ import {
 } from "./options.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
-import { compileRules } from "./rules.ts";
+import { type BoundLimiter, type CompiledRule, compileRules } from "./rules.ts";
+import type { Decision, RateLimiter } from "../limiter.ts";
+import type { Policy } from "../policies.ts";
 import { errorText, storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";
 
@@ -44,8 +46,55 @@ function called<R, T>(option: string, fn: (req: RateLimitRequest<R>) => MaybePro
   return isThenable(returned) ? returned.then(undefined, (error: unknown) => Promise.reject(failed(error))) : returned;
 }
 
+/** Which of a middleware's limiters a {@link RateLimitHandle} call addresses. */
+export interface HandleOptions {
+  /** The rule, by its pattern exactly as written in `rules` (e.g. `"POST /login"`); default `"default"`. */
+  rule?: string;
+  /**
+   * For a rule whose `policy` is a function: the policy set (as the function returns it) whose
+   * counters to address. Without it, `reset` resets the key in every set the rule has counted
+   * in so far; `peek`, `penalty` and `limiterFor` need it.
+   */
+  policy?: Policy | readonly Policy[];
+}
+
+/**
+ * The handle on a middleware's counters that `rateLimit(...)` (every adapter) and
+ * `withRateLimit(...)` return alongside the middleware: each call addresses exactly the namespace
+ * and store the middleware counts the rule in. Keys are the ones the middleware counts: what
+ * the `key` function returns (the client address, grouped, without one).
+ *
+ * @example
+ * const limit = rateLimit({ rules: { "POST /login": { policy, key: userKey } }, skipSuccessfulRequests: true });
+ * // after a successful login:
+ * await limit.reset(`user:${name}`, { rule: "POST /login" });
+ */
+export interface RateLimitHandle {
+  /** Clears `key`'s counters (and block) under the rule. */
+  reset(key: string, options?: HandleOptions): Promise<void>;
+  /** The decision a request of cost 1 would get now under the rule, charging nothing. */
+  peek(key: string, options?: HandleOptions): Promise<Decision>;
+  /** Charges `cost` (default 1) to `key` under the rule whatever it admits, saturating (see `RateLimiter.penalty`). */
+  penalty(key: string, options?: HandleOptions & { cost?: number }): Promise<void>;
+  /**
+   * The limiter the middleware counts the rule (default `"default"`) in: for `block`, `unblock`,
+   * `refund` and the rest. For a rule whose `policy` is a function, give the policy set.
+   */
+  limiterFor(rule?: string, policy?: Policy | readonly Policy[]): RateLimiter;
+}
+
+/** Gives `target` (a middleware function) the handle's methods, bound to `limiter`'s. */
+export function withHandle<T extends object>(target: T, limiter: RateLimitHandle): T & RateLimitHandle {
+  return Object.assign(target, {
+    reset: limiter.reset,
+    peek: limiter.peek,
+    penalty: limiter.penalty,
+    limiterFor: limiter.limiterFor,
+  });
+}
+
 /** The core of every Floodgate middleware; adapters translate to and from it. */
-export interface HttpRateLimiter<Raw> {
+export interface HttpRateLimiter<Raw> extends RateLimitHandle {
   /**
    * Decides for one request. `undefined` means not limited at all (skipped, allow-listed, or no
    * rule applies): continue without headers. Never rejects because of the store.
@@ -181,7 +230,39 @@ export function createHttpRateLimiter<Raw>(
     return client;
   };
 
+  /** The rule a handle call names, or an INVALID_ARGUMENT error listing the rules. */
+  const ruleNamed = (name: string | undefined): CompiledRule<Raw> => {
+    const rule = rules.byName(name ?? "default");
+    if (rule !== undefined) return rule;
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `${WHERE}: no rule ${describeValue(name ?? "default")}${
+        name === undefined ? " (no `rule` was given)" : ""
+      }; this middleware's rules are ${rules.names.map((n) => JSON.stringify(n)).join(", ")}.`,
+    );
+  };
+  /** The one limiter a handle call addresses. */
+  const boundOf = (rule: CompiledRule<Raw>, policy: Policy | readonly Policy[] | undefined): BoundLimiter => {
+    if (rule.bound !== undefined) return rule.bound;
+    if (policy !== undefined) return rule.boundFor(policy);
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `${WHERE}: the policy of rule ${
+        JSON.stringify(rule.name)
+      } is a function of the request, so its counters are per policy set: pass \`policy\` (the set the function returns) to say which.`,
+    );
+  };
+  const limiterOf = (options: HandleOptions | undefined): RateLimiter => boundOf(ruleNamed(options?.rule), options?.policy).limiter.limiter;
+
   return {
+    async reset(key, options) {
+      const rule = ruleNamed(options?.rule);
+      const bounds = rule.bound !== undefined || options?.policy !== undefined ? [boundOf(rule, options?.policy)] : [...rule.bounds()];
+      for (const bound of bounds) await bound.limiter.reset(fitKey(key));
+    },
+    peek: (key, options) => limiterOf(options).peek(fitKey(key)),
+    penalty: (key, options) => limiterOf(options).penalty(fitKey(key), options?.cost === undefined ? undefined : { cost: options.cost }),
+    limiterFor: (rule, policy) => limiterOf({ rule, policy }),
     async decideRequest(raw, peerIp, ipResolved = false) {
       requestsServed = true;
       const method = access.method(raw).toUpperCase();
