@@ -8,7 +8,7 @@ import express, { type RequestHandler } from "express";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fitKey } from "../../packages/core/src/http/rate-limit.ts";
-import { policyFingerprint } from "../../packages/core/src/http/namespace.ts";
+import { policyFingerprint, ruleSlug } from "../../packages/core/src/http/namespace.ts";
 import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { T0 } from "./support.ts";
 
@@ -161,8 +161,12 @@ describe("namespace keys in Redis", () => {
     const fp = policyFingerprint([policy]);
     expect(fp).toMatch(/^[0-9a-z]{6}$/);
     expect((await client.keys("*")).sort()).toEqual(
-      [`app1:{127.0.0.1}`, `fg:${fp}:{127.0.0.1}`, `fg:GET /ruled/x:${fp}:{127.0.0.1}`].sort(),
+      [`app1:{127.0.0.1}`, `fg:${fp}:{127.0.0.1}`, `fg:${ruleSlug("GET /ruled/x")}:${fp}:{127.0.0.1}`].sort(),
     );
+    // A rule's namespace is its pattern as a slug: nothing redis-cli would need quoted.
+    expect(ruleSlug("GET /ruled/x")).toMatch(/^get-ruled-x-[0-9a-z]{6}$/);
+    expect(ruleSlug("GET /ruled/x")).not.toBe(ruleSlug("GET /ruled-x"));
+    expect(ruleSlug("GET /ruled/x")).not.toBe(ruleSlug("GET /Ruled/x"));
   });
 });
 

@@ -328,7 +328,7 @@ describe("option validation", () => {
       await expect(rejected).rejects.toThrow(FloodgateError);
       await expect(rejected).rejects.toMatchObject({
         code: "INVALID_ARGUMENT",
-        message: expect.stringMatching(/^Invalid key: received .+; expected a non-empty string/),
+        message: expect.stringMatching(/^rateLimit\(\): the `key` function returned .+; it must return a string/),
       });
       bad = false;
       expect((await handler(new Request("http://x/"))).status).toBe(200);

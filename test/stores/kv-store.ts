@@ -66,6 +66,17 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
       await run(set, key, cost, nowMs, "refund", marks);
     },
     reset: (set, key) => kv.delete(keyOf(set, key)),
+    // A penalty, a block (its duration in ms where the others take a cost) and its lifting are
+    // read-evaluate-write cycles like the others.
+    penalty: async (set, key, cost, nowMs) => {
+      await run(set, key, cost, nowMs, "penalty");
+    },
+    block: async (set, key, durationMs, nowMs) => {
+      await run(set, key, durationMs, nowMs, "block");
+    },
+    unblock: async (set, key) => {
+      await run(set, key, 0, 0, "unblock");
+    },
   };
 }
 

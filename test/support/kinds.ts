@@ -13,11 +13,11 @@ export const KINDS: readonly PolicyKind[] = POLICY_KINDS;
  * A policy of `kind` admitting `limit` per `windowMs` (a bucket of `limit` refilled over
  * `windowMs`), built with the factory the package exports for it.
  */
-export function example(kind: PolicyKind, limit: number, windowMs: number, name?: string): Policy {
+export function example(kind: PolicyKind, limit: number, windowMs: number, name?: string, extra?: object): Policy {
   const definition = ALGORITHMS[kind];
   const factory = (core as unknown as Record<string, unknown>)[definition.factoryName];
   if (typeof factory !== "function") throw new Error(`${kind}: @floodgate/core exports no ${definition.factoryName}()`);
-  return (factory as (options: object) => Policy)(definition.exampleOptions(limit, windowMs, name));
+  return (factory as (options: object) => Policy)({ ...definition.exampleOptions(limit, windowMs, name), ...extra });
 }
 
 /** The longest a key's state matters after a charge (the most its TTL needs to be). */

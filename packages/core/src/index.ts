@@ -51,10 +51,12 @@ export type {
   HttpRateLimitOptions,
   KeyFunction,
   LimitedResponse,
+  PolicyFunction,
   RateLimitRequest,
   Rule,
   RuleOptions,
 } from "./http/options.ts";
+export type { HandleOptions, RateLimitHandle } from "./http/rate-limit.ts";
 export type { RateLimitInfo } from "./http/result.ts";
 export type { DecisionSource, StoreErrorAction } from "./http/store-guard.ts";
 export { HEADER_NAMES, type HeaderFormat } from "./http/headers.ts";

@@ -1,7 +1,9 @@
 import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
 import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
-import { isResilientStore, resilientStore, type ResilientStoreOptions } from "./stores/resilient-store.ts";
+import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
+import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
+import { MAX_BLOCK_MS } from "./algorithms/window-options.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
 import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
 import { CLOCK_ACCEPTED, isFunction, isRecord, isStore, type OptionSpecs, parseOptions, prefixOf, STORE_ACCEPTED } from "./validation.ts";
@@ -120,8 +122,19 @@ export interface RateLimiter {
    * late. Without, into the current state: for manual corrections, not for late refunds.
    */
   refund(key: string, options?: RefundOptions): Promise<void>;
-  /** Clears exactly this key's state and nothing else. */
+  /** Clears exactly this key's state (its block too) and nothing else. */
   reset(key: string): Promise<void>;
+  /**
+   * Charges `cost` units (default 1) to every policy whatever they admit: a failed login found out
+   * after the request was admitted. Saturating: a policy with fewer units left takes what it
+   * has, its state goes to full and no further (nothing is carried beyond), so the key is
+   * denied until the state recovers as the algorithm recovers it.
+   */
+  penalty(key: string, options?: LimitOptions): Promise<void>;
+  /** Denies every request of `key` for `duration` (ms or `"1h"`), whatever the policies say, replacing any block it has. */
+  block(key: string, duration: Duration): Promise<void>;
+  /** Lifts `key`'s block; its counters stay. */
+  unblock(key: string): Promise<void>;
   /** The policies this limiter checks, in the order they were given. */
   readonly policies: readonly Policy[];
   /** The store holding the state (the default memory store when none was given). */
@@ -200,6 +213,13 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     );
   }
   const bare = o.store ?? memoryStore();
+  const blocking = policies.find((p) => p.blockMs > 0);
+  if (blocking !== undefined && typeof unwrapStore(bare).block !== "function") {
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `createRateLimiter(): policy "${blocking.name}" has a \`block\`, but the ${bare.name} store has no \`block\` operation; use a built-in store, or add block, unblock and penalty to this one (docs/writing-a-store.md).`,
+    );
+  }
   const store = guardedStore(bare, o.resilience);
   const clock = o.clock ?? Date.now;
   // The store gets its own unfrozen copy: optimized code reads a frozen array's elements through
@@ -274,9 +294,41 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       checkKey(key);
       await store.reset(set, key);
     },
+    async penalty(key: string, options?: LimitOptions): Promise<void> {
+      checkKey(key);
+      const cost = costOf(options);
+      lacking(bare, "penalty");
+      await store.penalty!(set, key, cost, clock());
+    },
+    async block(key: string, duration: Duration): Promise<void> {
+      checkKey(key);
+      const ms = durationMs(duration);
+      if (ms === undefined || ms > MAX_BLOCK_MS) {
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `Invalid block duration: received ${describeValue(duration)}; expected ${DURATION_ACCEPTED}, of at most 10 years.`,
+        );
+      }
+      lacking(bare, "block");
+      await store.block!(set, key, ms, clock());
+    },
+    async unblock(key: string): Promise<void> {
+      checkKey(key);
+      lacking(bare, "unblock");
+      await store.unblock!(set, key);
+    },
   });
   MADE_WITH.set(limiter, { store: bare, clock });
   return limiter;
+}
+
+/** Throws when `store` (under any resilient wrapper) lacks `operation`, as a store written before it may. */
+function lacking(store: RateLimitStore, operation: "penalty" | "block" | "unblock"): void {
+  if (typeof unwrapStore(store)[operation] === "function") return;
+  throw new FloodgateError(
+    "INVALID_ARGUMENT",
+    `The ${store.name} store has no \`${operation}\` operation; penalties and blocks need a built-in store, or one that implements penalty, block and unblock (docs/writing-a-store.md).`,
+  );
 }
 
 function checkKey(key: unknown): void {

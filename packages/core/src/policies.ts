@@ -29,6 +29,11 @@ export interface Policy {
    * (so the state is an exact integer everywhere). 0 for the window algorithms.
    */
   readonly intervalMs: number;
+  /**
+   * The `block` option in ms, 0 without one: once this policy denies a request, the key stays
+   * denied (every policy of the limiter) for this long, whatever the algorithm says.
+   */
+  readonly blockMs: number;
 }
 
 /** True when `value` is a policy built by one of the policy factories. */

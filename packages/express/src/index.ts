@@ -6,11 +6,13 @@
 import {
   createHttpRateLimiter,
   type HttpRateLimitOptions,
+  type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
   settleOnClose,
   targetPath,
   Warnings,
+  withHandle,
 } from "@floodgate/core/http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 
@@ -47,11 +49,11 @@ const ACCESS: RequestAccess<Request> = {
  * @example
  * app.use("/api/", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }) }));
  */
-export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
+export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & RateLimitHandle {
   const limiter = createHttpRateLimiter(options, ACCESS);
   const userTrust = options?.trustProxy !== undefined;
   const warnings = new Warnings(options.warnings, options.logger ?? console);
-  return function floodgateRateLimit(req: Request, res: Response, next: NextFunction): void {
+  return withHandle(function floodgateRateLimit(req: Request, res: Response, next: NextFunction): void {
     // When the user sets nothing and the app trusts proxies, Express has resolved `req.ip` already.
     const trust: unknown = userTrust ? false : req.app?.get("trust proxy");
     // `true` trusts every hop, as `trustProxy: true` does: `req.ip` is whatever the client wrote first.
@@ -82,7 +84,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
       settleOnClose(result, res);
       next();
     }).then(undefined, next); // a throw while answering (a header Node refuses) goes to the app's error handler
-  };
+  }, limiter);
 }
 
-export type { RateLimitInfo } from "@floodgate/core/http";
+export type { HandleOptions, RateLimitHandle, RateLimitInfo } from "@floodgate/core/http";

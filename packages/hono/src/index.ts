@@ -7,10 +7,12 @@ import {
   createHttpRateLimiter,
   type HttpRateLimitOptions,
   type NodeResponseLike,
+  type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
   settleOnClose,
   toFetchResponse,
+  withHandle,
 } from "@floodgate/core/http";
 import type { Context, Env, MiddlewareHandler } from "hono";
 
@@ -65,11 +67,11 @@ const nodeSocketIp = (c: Context): string | undefined => (c.env as NodeBindings)
  * import { getConnInfo } from "@hono/node-server/conninfo";
  * app.use("*", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }), getConnInfo }));
  */
-export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): MiddlewareHandler<E & RateLimitEnv> {
+export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): MiddlewareHandler<E & RateLimitEnv> & RateLimitHandle {
   const limiter = createHttpRateLimiter(options, ACCESS, "getConnInfo");
   const getConnInfo = options.getConnInfo;
   const socketIp = getConnInfo === undefined ? nodeSocketIp : (c: Context) => getConnInfo(c).remote.address;
-  return async function floodgateRateLimit(c, next) {
+  return withHandle<MiddlewareHandler<E & RateLimitEnv>>(async function floodgateRateLimit(c, next) {
     const peer = socketIp(c);
     // On Node, the client left while earlier middleware ran, and took its address with it: no one
     // will read the answer, and counting it under the key every address-less request shares would
@@ -104,7 +106,7 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): M
     if (onNode || headers.length === 0 || c.res.headers.has(headers[0]!)) return;
     c.res = new Response(c.res.body, c.res);
     for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
-  };
+  }, limiter);
 }
 
-export type { RateLimitInfo } from "@floodgate/core/http";
+export type { HandleOptions, RateLimitHandle, RateLimitInfo } from "@floodgate/core/http";

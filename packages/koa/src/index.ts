@@ -6,10 +6,12 @@
 import {
   createHttpRateLimiter,
   type HttpRateLimitOptions,
+  type RateLimitHandle,
   type RequestAccess,
   settleOnClose,
   targetPath,
   Warnings,
+  withHandle,
 } from "@floodgate/core/http";
 import type { Context, Middleware, Next } from "koa";
 
@@ -52,11 +54,11 @@ function routersSensitive(ctx: Context): boolean | undefined {
  * @example
  * app.use(rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }) }));
  */
-export function rateLimit(options: KoaRateLimitOptions): Middleware {
+export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitHandle {
   const limiter = createHttpRateLimiter(options, ACCESS);
   const userTrust = options?.trustProxy !== undefined;
   const warnings = new Warnings(options.warnings, options.logger ?? console);
-  return async function floodgateRateLimit(ctx: Context, next: Next): Promise<void> {
+  return withHandle(async function floodgateRateLimit(ctx: Context, next: Next): Promise<void> {
     // With no trustProxy option, Koa's own `app.proxy` setting decides (through `ctx.ip`).
     const appTrust = !userTrust && ctx.app.proxy;
     // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
@@ -85,7 +87,7 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
     settleOnClose(result, res);
     await next();
-  };
+  }, limiter);
 }
 
-export type { RateLimitInfo } from "@floodgate/core/http";
+export type { HandleOptions, RateLimitHandle, RateLimitInfo } from "@floodgate/core/http";

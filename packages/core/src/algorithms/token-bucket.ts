@@ -2,7 +2,8 @@ import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
 import { type OptionSpecs, parseOptions } from "../validation.ts";
 import { ALGORITHM, type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
-import { LIMIT, NAME } from "./window-options.ts";
+import { BLOCK, LIMIT, NAME } from "./window-options.ts";
+import { type Duration, durationMs } from "../duration.ts";
 
 /**
  * Most µs a token bucket takes to refill from empty (capacity × µs per token, ~71 years): keeps
@@ -14,6 +15,7 @@ const TOKEN_BUCKET_OPTIONS: OptionSpecs = {
   capacity: LIMIT,
   refillRate: [(v) => typeof v === "number" && v > 0 && v <= 1_000_000, "tokens per second: a finite number > 0 and <= 1000000", 1],
   name: NAME,
+  block: BLOCK,
 };
 
 /** Options of {@link tokenBucket}. */
@@ -24,6 +26,8 @@ export interface TokenBucketOptions {
   refillRate: number;
   /** Policy name; default `"<capacity>-burst-<refillRate>-per-s"`. */
   name?: string;
+  /** Once this policy denies a request, keep the key denied for this long (e.g. `"1h"`). Default: no block. */
+  block?: Duration;
 }
 
 /** Microseconds per token of a token bucket, an exact integer. */
@@ -99,6 +103,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
     windowMs: (o.capacity * intervalUs) / 1000,
     refillRate: o.refillRate,
     intervalMs,
+    blockMs: o.block === undefined ? 0 : durationMs(o.block)!,
     [ALGORITHM]: TOKEN_BUCKET,
   });
 }

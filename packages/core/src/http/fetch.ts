@@ -1,6 +1,6 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import type { HttpRateLimitOptions, RequestAccess } from "./options.ts";
-import { createHttpRateLimiter } from "./rate-limit.ts";
+import { createHttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
 import type { RateLimitResult } from "./result.ts";
 
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
@@ -120,7 +120,7 @@ export function toFetchResponse(result: RateLimitResult): Response {
 export function withRateLimit<Rest extends unknown[]>(
   handler: FetchHandler<Rest>,
   options: WithRateLimitOptions<Rest>,
-): FetchHandler<Rest> {
+): FetchHandler<Rest> & RateLimitHandle {
   if (typeof handler !== "function") {
     // At construction (hence INVALID_OPTION), not a TypeError on every request.
     throw new FloodgateError(
@@ -132,7 +132,7 @@ export function withRateLimit<Rest extends unknown[]>(
   }
   const limiter = createHttpRateLimiter(options as HttpRateLimitOptions<Request>, FETCH_ACCESS, "getClientIp");
   const getClientIp = options.getClientIp ?? runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined;
-  return async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
+  return withHandle(async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
     const result = await limiter.decideRequest(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);
     if (!result.allowed) return toFetchResponse(result);
@@ -150,5 +150,5 @@ export function withRateLimit<Rest extends unknown[]>(
       else response = settleAfterBody(result, response, request.signal);
     }
     return result.headers.length === 0 ? response : withHeaders(response, result.headers);
-  };
+  }, limiter);
 }

@@ -5,12 +5,13 @@
  *
  * @module @floodgate/core/http
  */
-export { createHttpRateLimiter, type HttpRateLimiter } from "./rate-limit.ts";
+export { createHttpRateLimiter, type HandleOptions, type HttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
 export type {
   CostFunction,
   HandlerResponse,
   HttpRateLimitOptions,
   KeyFunction,
+  PolicyFunction,
   RateLimitRequest,
   RequestAccess,
   Rule,

@@ -10,7 +10,9 @@ import { WHERE } from "./options.ts";
 
 /** What a policy set's state means: each policy's kind and figures, in order (names only label them). */
 export function policySignature(policies: readonly Policy[]): string {
-  return policies.map((p) => `${p.kind}/${p.limit}/${p.windowMs}/${p.refillRate}/${p.intervalMs}`).join(",");
+  // A block is part of what the state means; without one the signature is what it always was.
+  return policies.map((p) => `${p.kind}/${p.limit}/${p.windowMs}/${p.refillRate}/${p.intervalMs}${p.blockMs > 0 ? `/b${p.blockMs}` : ""}`)
+    .join(",");
 }
 
 /**
@@ -19,8 +21,24 @@ export function policySignature(policies: readonly Policy[]): string {
  * process are told apart exactly by {@link claimNamespace} whatever their fingerprints.
  */
 export function policyFingerprint(policies: readonly Policy[]): string {
-  const digest = sha256Hex(new TextEncoder().encode(policySignature(policies)));
+  return shortHash(policySignature(policies));
+}
+
+/** Six base-36 characters: 31 bits of the SHA-256 of `text` (UTF-8). */
+function shortHash(text: string): string {
+  const digest = sha256Hex(new TextEncoder().encode(text));
   return (Number.parseInt(digest.slice(0, 8), 16) >>> 1).toString(36).padStart(6, "0");
+}
+
+/**
+ * How a rule's pattern appears in its namespace: its letters and digits in lower case, runs of
+ * anything else as one `-`, at most 40 characters, then `-` and a hash of the pattern as written
+ * (which tells apart patterns that read alike, `GET /a/b` and `GET /a-b`, or differ in case).
+ * Nothing in it needs quoting in redis-cli: `"POST /api/login"` becomes `post-api-login-1x2y3z`.
+ */
+export function ruleSlug(pattern: string): string {
+  const words = pattern.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40).replace(/-+$/, "");
+  return `${words === "" ? "rule" : words}-${shortHash(pattern)}`;
 }
 
 /** Every namespace a middleware counts in, by store: the signature of the policies counting there. */

@@ -70,11 +70,17 @@ export interface RequestAccess<Raw> {
 export type KeyFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<string | undefined>;
 /** Units a request costs: a whole number >= 0 (0: not counted). */
 export type CostFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<number>;
+/**
+ * The policies for a request (a plan, a tier): one policy, several, or `undefined` (this rule
+ * does not limit the request). Return policies built once, at startup: each distinct set counts
+ * in a namespace of its own.
+ */
+export type PolicyFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<Policy | readonly Policy[] | undefined>;
 
 /** One tier of limits. */
 export interface RuleOptions<Raw = unknown> {
-  /** One policy or several, all checked atomically. */
-  policy?: Policy | readonly Policy[];
+  /** One policy or several, all checked atomically; or a function of the request returning them (plans). */
+  policy?: Policy | readonly Policy[] | PolicyFunction<Raw>;
   /** A ready limiter instead of `policy` (its prefix is used as is). */
   limiter?: RateLimiter;
   /** Store for this rule (default: the top-level store). */
@@ -107,8 +113,11 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   limiter?: RateLimiter;
   /** Store of the limiters built from `policy` and `rules` (default a new `memoryStore()`). */
   store?: RateLimitStore;
-  /** Policy (or policies) for requests no rule matches. */
-  policy?: Policy | readonly Policy[];
+  /**
+   * Policy (or policies) for requests no rule matches; or a function of the request returning
+   * them, or `undefined` for requests it does not limit (limits per plan).
+   */
+  policy?: Policy | readonly Policy[] | PolicyFunction<Raw>;
   /** Tiers keyed by `"METHOD /path"` (`*`, `:param`), most specific first; `default` for the rest. */
   rules?: Record<string, Rule<Raw>>;
   /** Key namespace (default the limiter's prefix, else `"fg:"`); each rule adds its pattern. */
@@ -147,10 +156,16 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   format?: "json" | "problem+json";
   /** Builds the limited response instead of the default. */
   handler?: (req: RateLimitRequest<Raw>, info: RateLimitInfo) => MaybePromise<HandlerResponse>;
-  /** Refund requests that end with a status below 400. */
+  /** Refund requests that end successfully (see `requestWasSuccessful`: by default a status below 400). */
   skipSuccessfulRequests?: boolean;
-  /** Refund requests that end with a status of 400 or more, or whose client disconnects early. */
+  /** Refund requests that end unsuccessfully (by default a status of 400 or more), or whose client disconnects early. */
   skipFailedRequests?: boolean;
+  /**
+   * What counts as successful for `skipSuccessfulRequests` and `skipFailedRequests`: called once
+   * the response is sent, with its status (default `status < 400`). A client that disconnected
+   * early is never successful. A function that throws counts the request as failed.
+   */
+  requestWasSuccessful?: (req: RateLimitRequest<Raw>, status: number) => boolean;
   /**
    * When the store fails or times out: `"fallback"` (default: a local in-memory limiter with the
    * same policies), `"allow"` or `"deny"`; or a hook returning one of those (void: `"fallback"`).
@@ -181,6 +196,7 @@ export const WHERE = "rateLimit()";
 
 export const FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
 export const RULE_ACCEPTED = "a policy, an array of policies, or an object { policy | limiter, store?, key?, cost? }";
+const POLICY_ACCEPTED = `${POLICIES_ACCEPTED}, or a function of the request returning one of those or undefined`;
 
 const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
 const FUNCTION: OptionSpec = [isFunction, "a function"];
@@ -191,14 +207,15 @@ function specs(): OptionSpecs {
   if (optionSpecs !== undefined) return optionSpecs;
   const isLimiter = (v: unknown): boolean => hasMethods("limit")(v) === true && Array.isArray((v as RateLimiter).policies);
   const isCost = (v: unknown): boolean => isFunction(v) === true || whole(0)(v) === true;
-  const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
+  const isPolicyOption = (v: unknown): boolean => isPolicies(v) === true || isFunction(v) === true;
+  const isRule = objectOf({ policy: isPolicyOption, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
   const isFormat = oneOf(FORMATS);
   const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) });
   const bool: OptionSpec = [isBoolean, "a boolean"];
   return optionSpecs = {
     limiter: [isLimiter, "a limiter from createRateLimiter()"],
     store: [isStore, STORE_ACCEPTED],
-    policy: [isPolicies, POLICIES_ACCEPTED],
+    policy: [isPolicyOption, POLICY_ACCEPTED],
     rules: [
       recordOf((rule) => isPolicies(rule) || isRule(rule)),
       `an object mapping "METHOD /path" patterns (or "default") to ${RULE_ACCEPTED}`,
@@ -230,6 +247,7 @@ function specs(): OptionSpecs {
     handler: FUNCTION,
     skipSuccessfulRequests: bool,
     skipFailedRequests: bool,
+    requestWasSuccessful: FUNCTION,
     onStoreError: [
       (v) => isFunction(v) || v === "allow" || v === "deny" || v === "fallback",
       '"allow", "deny", "fallback", or a function returning one of them',

@@ -6,18 +6,95 @@ import { createClientIpResolver } from "./client-ip.ts";
 import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";
 import { formatIp, groupIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
-import { headerFormats, type HttpRateLimitOptions, parseHttpOptions, type RequestAccess, WHERE } from "./options.ts";
+import {
+  headerFormats,
+  type HttpRateLimitOptions,
+  type MaybePromise,
+  parseHttpOptions,
+  type RateLimitRequest,
+  type RequestAccess,
+  WHERE,
+} from "./options.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
-import { compileRules } from "./rules.ts";
-import { storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
+import { type BoundLimiter, type CompiledRule, compileRules } from "./rules.ts";
+import type { Decision, RateLimiter } from "../limiter.ts";
+import type { Policy } from "../policies.ts";
+import { errorText, storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";
 
 // The per-request decision: construction validates and compiles everything once; `decideRequest`
 // then reads the request's facts once each and builds its result in one step.
 
+/**
+ * Calls a user function given as option `option` (`policy`, `key`, `cost`): one that throws or
+ * rejects fails the request with an INVALID_ARGUMENT error naming the option (the cause kept).
+ */
+function called<R, T>(option: string, fn: (req: RateLimitRequest<R>) => MaybePromise<T>, req: RateLimitRequest<R>): MaybePromise<T> {
+  const failed = (error: unknown): FloodgateError =>
+    new FloodgateError(
+      "INVALID_ARGUMENT",
+      `${WHERE}: the \`${option}\` function threw: ${errorText(error)}. The request was not counted.`,
+      { cause: error },
+    );
+  let returned: MaybePromise<T>;
+  try {
+    returned = fn(req);
+  } catch (error) {
+    throw failed(error);
+  }
+  return isThenable(returned) ? returned.then(undefined, (error: unknown) => Promise.reject(failed(error))) : returned;
+}
+
+/** Which of a middleware's limiters a {@link RateLimitHandle} call addresses. */
+export interface HandleOptions {
+  /** The rule, by its pattern exactly as written in `rules` (e.g. `"POST /login"`); default `"default"`. */
+  rule?: string;
+  /**
+   * For a rule whose `policy` is a function: the policy set (as the function returns it) whose
+   * counters to address. Without it, `reset` resets the key in every set the rule has counted
+   * in so far; `peek`, `penalty` and `limiterFor` need it.
+   */
+  policy?: Policy | readonly Policy[];
+}
+
+/**
+ * The handle on a middleware's counters that `rateLimit(...)` (every adapter) and
+ * `withRateLimit(...)` return alongside the middleware: each call addresses exactly the namespace
+ * and store the middleware counts the rule in. Keys are the ones the middleware counts: what
+ * the `key` function returns (the client address, grouped, without one).
+ *
+ * @example
+ * const limit = rateLimit({ rules: { "POST /login": { policy, key: userKey } }, skipSuccessfulRequests: true });
+ * // after a successful login:
+ * await limit.reset(`user:${name}`, { rule: "POST /login" });
+ */
+export interface RateLimitHandle {
+  /** Clears `key`'s counters (and block) under the rule. */
+  reset(key: string, options?: HandleOptions): Promise<void>;
+  /** The decision a request of cost 1 would get now under the rule, charging nothing. */
+  peek(key: string, options?: HandleOptions): Promise<Decision>;
+  /** Charges `cost` (default 1) to `key` under the rule whatever it admits, saturating (see `RateLimiter.penalty`). */
+  penalty(key: string, options?: HandleOptions & { cost?: number }): Promise<void>;
+  /**
+   * The limiter the middleware counts the rule (default `"default"`) in: for `block`, `unblock`,
+   * `refund` and the rest. For a rule whose `policy` is a function, give the policy set.
+   */
+  limiterFor(rule?: string, policy?: Policy | readonly Policy[]): RateLimiter;
+}
+
+/** Gives `target` (a middleware function) the handle's methods, bound to `limiter`'s. */
+export function withHandle<T extends object>(target: T, limiter: RateLimitHandle): T & RateLimitHandle {
+  return Object.assign(target, {
+    reset: limiter.reset,
+    peek: limiter.peek,
+    penalty: limiter.penalty,
+    limiterFor: limiter.limiterFor,
+  });
+}
+
 /** The core of every Floodgate middleware; adapters translate to and from it. */
-export interface HttpRateLimiter<Raw> {
+export interface HttpRateLimiter<Raw> extends RateLimitHandle {
   /**
    * Decides for one request. `undefined` means not limited at all (skipped, allow-listed, or no
    * rule applies): continue without headers. Never rejects because of the store.
@@ -94,6 +171,7 @@ export function createHttpRateLimiter<Raw>(
     baseStore: o.store ?? o.limiter?.store ?? memoryStore(),
     guard: storeGuard({ timeoutMs: o.timeoutMs, circuitBreaker: o.circuitBreaker, logger: o.logger ?? console }),
     failurePolicy: storeFailurePolicy(o.onStoreError, clock, callHook),
+    warnings,
   });
 
   const allowIps: IpRange[] = [];
@@ -103,8 +181,16 @@ export function createHttpRateLimiter<Raw>(
     if (range !== undefined) allowIps.push(range);
     else allowKeys.add(entry);
   }
+  const succeeded = o.requestWasSuccessful;
+  /** Whether a request that ended with `status` (0: the client left early) is a success; a throwing function says no. */
+  const successful = (req: RateLimitRequest<Raw>, status: number): boolean => {
+    if (status <= 0) return false;
+    if (succeeded === undefined) return status < 400;
+    return callHook("requestWasSuccessful", succeeded, req, status) === true;
+  };
   const refundWhen = o.skipSuccessfulRequests || o.skipFailedRequests
-    ? (status: number): boolean => status > 0 && status < 400 ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
+    ? (req: RateLimitRequest<Raw>, status: number): boolean =>
+      successful(req, status) ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
     : undefined;
   const respond = createResponder(o);
 
@@ -144,7 +230,39 @@ export function createHttpRateLimiter<Raw>(
     return client;
   };
 
+  /** The rule a handle call names, or an INVALID_ARGUMENT error listing the rules. */
+  const ruleNamed = (name: string | undefined): CompiledRule<Raw> => {
+    const rule = rules.byName(name ?? "default");
+    if (rule !== undefined) return rule;
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `${WHERE}: no rule ${describeValue(name ?? "default")}${
+        name === undefined ? " (no `rule` was given)" : ""
+      }; this middleware's rules are ${rules.names.map((n) => JSON.stringify(n)).join(", ")}.`,
+    );
+  };
+  /** The one limiter a handle call addresses. */
+  const boundOf = (rule: CompiledRule<Raw>, policy: Policy | readonly Policy[] | undefined): BoundLimiter => {
+    if (rule.bound !== undefined) return rule.bound;
+    if (policy !== undefined) return rule.boundFor(policy);
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `${WHERE}: the policy of rule ${
+        JSON.stringify(rule.name)
+      } is a function of the request, so its counters are per policy set: pass \`policy\` (the set the function returns) to say which.`,
+    );
+  };
+  const limiterOf = (options: HandleOptions | undefined): RateLimiter => boundOf(ruleNamed(options?.rule), options?.policy).limiter.limiter;
+
   return {
+    async reset(key, options) {
+      const rule = ruleNamed(options?.rule);
+      const bounds = rule.bound !== undefined || options?.policy !== undefined ? [boundOf(rule, options?.policy)] : [...rule.bounds()];
+      for (const bound of bounds) await bound.limiter.reset(fitKey(key));
+    },
+    peek: (key, options) => limiterOf(options).peek(fitKey(key)),
+    penalty: (key, options) => limiterOf(options).penalty(fitKey(key), options?.cost === undefined ? undefined : { cost: options.cost }),
+    limiterFor: (rule, policy) => limiterOf({ rule, policy }),
     async decideRequest(raw, peerIp, ipResolved = false) {
       requestsServed = true;
       const method = access.method(raw).toUpperCase();
@@ -160,15 +278,31 @@ export function createHttpRateLimiter<Raw>(
       const rule = rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
       if (rule === undefined) return undefined;
 
+      let bound = rule.bound;
+      if (bound === undefined) {
+        const returned = called("policy", rule.policyOf!, req);
+        const policies = isThenable(returned) ? await returned : returned;
+        if (policies === undefined) return undefined;
+        bound = rule.boundFor(policies);
+      }
+
       const keyFunction = rule.key ?? o.key;
-      const returnedKey = keyFunction?.(req);
+      const returnedKey = keyFunction === undefined ? undefined : called("key", keyFunction, req);
       const givenKey = isThenable(returnedKey) ? await returnedKey : returnedKey;
+      if (givenKey !== undefined && typeof givenKey !== "string") {
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `${WHERE}: the \`key\` function returned ${
+            describeValue(givenKey)
+          }; it must return a string, or undefined or "" for the client's address. The request was not counted.`,
+        );
+      }
       const key = givenKey === undefined || givenKey === ""
         ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
         : fitKey(givenKey);
       if (allowKeys.has(key)) return undefined;
 
-      const returnedCost = typeof rule.cost === "number" ? rule.cost : rule.cost(req);
+      const returnedCost = typeof rule.cost === "number" ? rule.cost : called("cost", rule.cost, req);
       const cost = isThenable(returnedCost) ? await returnedCost : returnedCost;
       // The limiter's own bound too, so the error names the cost function rather than contradicting itself.
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > Number.MAX_SAFE_INTEGER) {
@@ -181,19 +315,20 @@ export function createHttpRateLimiter<Raw>(
       }
       if (cost === 0) return undefined;
 
-      if (rule.watched < DOUBLE_COUNT_WATCH && typeof raw === "object" && raw !== null && warnings.pending("doubleCount")) {
-        rule.watched++;
-        if (rule.seen.has(raw)) warnings.emit("doubleCount", `rule ${rule.name}, key ${describeValue(key)}`);
-        else rule.seen.add(raw);
+      if (bound.watched < DOUBLE_COUNT_WATCH && typeof raw === "object" && raw !== null && warnings.pending("doubleCount")) {
+        bound.watched++;
+        if (bound.seen.has(raw)) warnings.emit("doubleCount", `rule ${rule.name}, key ${describeValue(key)}`);
+        else bound.seen.add(raw);
       }
 
-      const answer = rule.limiter.consume(key, cost, req);
+      const limiter = bound.limiter;
+      const answer = limiter.consume(key, cost, req);
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
       const info = new RequestRateLimitInfo(outcome, key, rule.name, cost);
       const decision = outcome.decision;
       const headers: string[] = [];
-      if (decision !== undefined) rule.writeHeaders?.(decision, outcome.atMs, headers);
-      const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, rule.policies, rule.limiter.openForMs(outcome.atMs), outcome.atMs);
+      if (decision !== undefined) bound.writeHeaders?.(decision, outcome.atMs, headers);
+      const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, bound.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
       // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
@@ -206,7 +341,7 @@ export function createHttpRateLimiter<Raw>(
       }
       const refund = refundWhen !== undefined && info.allowed && decision !== undefined
         ? (status: number): void => {
-          if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost, decision.charge);
+          if (refundWhen(req, status)) limiter.refund(outcome.source, key, cost, decision.charge);
         }
         : undefined;
       return new RateLimitResult(info, headers, response, refund);

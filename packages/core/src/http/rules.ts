@@ -1,15 +1,17 @@
-import { FloodgateError } from "../errors.ts";
+import { describeValue, FloodgateError } from "../errors.ts";
 import { createRateLimiter, type RateLimiter } from "../limiter.ts";
-import { isPolicy, type Policy } from "../policies.ts";
+import { isPolicies, isPolicy, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
 import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
-import { claimNamespace, policyFingerprint } from "./namespace.ts";
+import { claimNamespace, policyFingerprint, policySignature, ruleSlug } from "./namespace.ts";
+import type { Warnings } from "./warnings.ts";
 import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
 import {
   type CostFunction,
   type HttpRateLimitOptions,
   invalidHttpOption,
   type KeyFunction,
+  type PolicyFunction,
   type Rule,
   RULE_ACCEPTED,
   type RuleOptions,
@@ -141,21 +143,45 @@ export function matchesPattern(pattern: RoutePattern, method: string, normalized
   return (m === undefined || m === method || (m === "GET" && method === "HEAD")) && pattern.regex.test(normalizedPath);
 }
 
-/** One compiled rule: its limiter behind the store-failure policy, key, cost and header writer. */
-export interface CompiledRule<Raw> {
-  /** The pattern as written, or `"default"`. */
-  readonly name: string;
-  readonly pattern: RoutePattern | undefined;
+/** A limiter a rule counts in, behind the store-failure policy, with its header writer. */
+export interface BoundLimiter {
   readonly limiter: GuardedLimiter;
   readonly policies: readonly Policy[];
-  readonly key: KeyFunction<Raw> | undefined;
-  readonly cost: number | CostFunction<Raw>;
   readonly writeHeaders: HeaderWriter | undefined;
   /** Requests already counted under this limiter's store and prefix, for the double-count warning. */
   readonly seen: WeakSet<object>;
   /** How many requests have been looked up in `seen` so far. */
   watched: number;
 }
+
+/** One compiled rule: its limiter (or, with a `policy` function, how to find one per policy set), key and cost. */
+export interface CompiledRule<Raw> {
+  /** The pattern as written, or `"default"`. */
+  readonly name: string;
+  readonly pattern: RoutePattern | undefined;
+  /** The rule's one limiter; `undefined` when its `policy` is a function of the request. */
+  readonly bound: BoundLimiter | undefined;
+  /** The rule's `policy` function, when it has one. */
+  readonly policyOf: PolicyFunction<Raw> | undefined;
+  /**
+   * The limiter of one policy set this rule's `policy` function returned (validated here: an
+   * INVALID_ARGUMENT error names what it returned), made on first use and kept, at most
+   * {@link MAX_POLICY_SETS} per rule.
+   */
+  boundFor(returned: unknown): BoundLimiter;
+  /** The limiters made so far (the one of a static rule). */
+  bounds(): Iterable<BoundLimiter>;
+  readonly key: KeyFunction<Raw> | undefined;
+  readonly cost: number | CostFunction<Raw>;
+}
+
+/** Most policy sets one rule's `policy` function keeps a limiter for; the least recently used goes first. */
+export const MAX_POLICY_SETS = 1000;
+/**
+ * New policy objects (whose figures match a set already seen) after which a `policy` function is
+ * taken to build its policies per request.
+ */
+const NEW_POLICIES_THRESHOLD = 20;
 
 /** What compiling the rules needs besides the options. */
 export interface RuleContext {
@@ -166,6 +192,8 @@ export interface RuleContext {
   /** The limiter to use for a rule's limiter: over its store behind the middleware's resilient wrapper. */
   readonly guard: (limiter: RateLimiter) => RateLimiter;
   readonly failurePolicy: StoreFailurePolicy;
+  /** Where the per-request `policy` warning goes. */
+  readonly warnings: Warnings;
 }
 
 /** The rules of one middleware, ready to match requests. */
@@ -177,6 +205,10 @@ export interface RuleSet<Raw> {
    * case-sensitively when `caseSensitive` says so (default: the context's `caseSensitive`).
    */
   match(method: string, path: string, caseSensitive?: boolean): CompiledRule<Raw> | undefined;
+  /** The rule named `name` as written in `rules` (or `"default"`), if any. */
+  byName(name: string): CompiledRule<Raw> | undefined;
+  /** Every rule's name, for error messages. */
+  readonly names: readonly string[];
 }
 
 /**
@@ -200,46 +232,79 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   const { caseSensitive, clock, formats, baseStore } = context;
   const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
   // Without an explicit `prefix`, the policies name the namespace (see namespace.ts).
-  const ownNamespace = (prefix: string, policy: Policy | readonly Policy[]): string =>
-    o.prefix !== undefined ? prefix : `${prefix}${policyFingerprint(Array.isArray(policy) ? policy : [policy as Policy])}:`;
+  const ownNamespace = (prefix: string, policies: readonly Policy[]): string =>
+    o.prefix !== undefined ? prefix : `${prefix}${policyFingerprint(policies)}:`;
   const legacyReset = o.legacyReset ?? "epoch";
+  const bind = (limiter: RateLimiter): BoundLimiter => {
+    claimNamespace(limiter.store, limiter.prefix, limiter.policies);
+    return {
+      limiter: new GuardedLimiter(context.guard(limiter), context.failurePolicy),
+      policies: limiter.policies,
+      writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
+      seen: seenOf(limiter),
+      watched: 0,
+    };
+  };
+  /** Every policy object a `policy` function has returned: a new one with known figures is one built per request. */
+  const policiesSeen = new WeakSet<Policy>();
+  let rebuilt = 0;
 
-  const compile = (name: string, rule: Rule<Raw>, index: number): CompiledRule<Raw> => {
+  const compile = (name: string, rule: Rule<Raw>): CompiledRule<Raw> => {
     const r: RuleOptions<Raw> = isPolicy(rule) || Array.isArray(rule) ? { policy: rule as Policy | Policy[] } : rule as RuleOptions<Raw>;
     if ((r.limiter === undefined) === (r.policy === undefined)) {
       throw invalidHttpOption(`rules.${name}`, rule, `${RULE_ACCEPTED}, with exactly one of \`policy\` and \`limiter\``);
     }
     // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
     const pattern = name === "default" ? undefined : compilePattern(name, caseSensitive);
-    const ownPrefix = r.policy === undefined ? "" : ownNamespace(`${basePrefix}${name}:`, r.policy);
-    const limiter = r.limiter ?? createRateLimiter({
-      policy: r.policy!,
-      store: r.store ?? baseStore,
-      // A long pattern would make a prefix the limiter refuses: the rule's position names it instead.
-      prefix: ownPrefix.length <= 128 ? ownPrefix : ownNamespace(`${basePrefix}r${index}:`, r.policy!),
-      clock,
-    });
-    claimNamespace(limiter.store, limiter.prefix, limiter.policies);
-    return {
-      name,
-      pattern,
-      limiter: new GuardedLimiter(context.guard(limiter), context.failurePolicy),
-      policies: limiter.policies,
-      key: r.key,
-      cost: r.cost ?? o.cost ?? 1,
-      writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
-      seen: seenOf(limiter),
-      watched: 0,
+    // The default rule keeps the base prefix as is (no rule name in it).
+    const rulePrefix = name === "default" ? basePrefix : `${basePrefix}${ruleSlug(name)}:`;
+    const store = r.store ?? baseStore;
+    const make = (policies: readonly Policy[], namespace: string): BoundLimiter =>
+      bind(createRateLimiter({ policy: policies, store, prefix: namespace, clock }));
+    const base = { name, pattern, key: r.key, cost: r.cost ?? o.cost ?? 1 };
+    if (typeof r.policy !== "function") {
+      const bound = r.limiter !== undefined
+        ? bind(r.limiter)
+        : make(toPolicies(r.policy!), ownNamespace(rulePrefix, toPolicies(r.policy!)));
+      return { ...base, bound, policyOf: undefined, boundFor: () => bound, bounds: () => [bound] };
+    }
+    // One limiter per distinct set, by the identity of what the function returned, else by what
+    // the set means (its names, as the headers show them, and its figures); least recently used out first.
+    const byValue = new WeakMap<object, BoundLimiter>();
+    const bySet = new Map<string, BoundLimiter>();
+    const boundFor = (returned: unknown): BoundLimiter => {
+      const known = typeof returned === "object" && returned !== null ? byValue.get(returned) : undefined;
+      if (known !== undefined) return known;
+      const policies = checkPolicies(name, returned);
+      const id = `${policies.map((p) => p.name).join(",")}|${policySignature(policies)}`;
+      let bound = bySet.get(id);
+      if (bound !== undefined) {
+        bySet.delete(id);
+        if (policies.some((p) => !policiesSeen.has(p)) && ++rebuilt === NEW_POLICIES_THRESHOLD) {
+          context.warnings.emit("policyPerRequest", `rule ${name}`);
+        }
+      } else {
+        if (bySet.size >= MAX_POLICY_SETS) {
+          bySet.delete(bySet.keys().next().value!);
+          context.warnings.emit("policyPerRequest", `rule ${name}: more than ${MAX_POLICY_SETS} distinct policy sets`);
+        }
+        // Each set in a namespace of its own, even under an explicit `prefix`.
+        bound = make(policies, `${rulePrefix}${policyFingerprint(policies)}:`);
+      }
+      for (const p of policies) policiesSeen.add(p);
+      bySet.set(id, bound);
+      byValue.set(returned as object, bound);
+      return bound;
     };
+    return { ...base, bound: undefined, policyOf: r.policy, boundFor, bounds: () => bySet.values() };
   };
 
   const patternRules: CompiledRule<Raw>[] = [];
   let defaultRule: CompiledRule<Raw> | undefined;
-  let index = 0;
   for (const [name, rule] of Object.entries(o.rules ?? {})) {
     let compiled: CompiledRule<Raw>;
     try {
-      compiled = compile(name, rule, index++);
+      compiled = compile(name, rule);
     } catch (error) {
       if (error instanceof FloodgateError && !error.message.startsWith(WHERE)) {
         throw new FloodgateError(error.code, `${WHERE}: option \`rules\`: ${error.message}`);
@@ -252,9 +317,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
   // The default rule keeps the base prefix as is (no rule name in it).
   if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
-    const limiter = o.limiter ??
-      createRateLimiter({ policy: o.policy!, store: baseStore, prefix: ownNamespace(o.prefix ?? "fg:", o.policy!), clock });
-    defaultRule = compile("default", { limiter }, index);
+    defaultRule = compile("default", o.limiter !== undefined ? { limiter: o.limiter } : { policy: o.policy! });
   }
   if (defaultRule === undefined && patternRules.length === 0) {
     throw invalidHttpOption(
@@ -267,8 +330,11 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   // The patterns in the other case mode, compiled the first time a request asks for it (the
   // framework's routing decides per request when `caseSensitive` is not set).
   let otherMode: RoutePattern[] | undefined;
+  const all = defaultRule === undefined ? patternRules : [...patternRules, defaultRule];
   return {
     routed: patternRules.length > 0,
+    names: all.map((r) => r.name),
+    byName: (name) => all.find((r) => r.name === name),
     match(method, path, sensitive = caseSensitive) {
       if (patternRules.length > 0) {
         const normalized = normalizeRoutePath(path, sensitive);
@@ -282,4 +348,20 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
       return defaultRule;
     },
   };
+}
+
+const toPolicies = (policy: Policy | readonly Policy[]): readonly Policy[] => (Array.isArray(policy) ? policy : [policy as Policy]);
+
+/** What a `policy` function returned, as a set of policies, or an INVALID_ARGUMENT error naming it. */
+function checkPolicies(rule: string, returned: unknown): readonly Policy[] {
+  if (isPolicies(returned)) {
+    const policies = toPolicies(returned as Policy | readonly Policy[]);
+    if (new Set(policies.map((p) => p.name)).size === policies.length) return policies;
+  }
+  throw new FloodgateError(
+    "INVALID_ARGUMENT",
+    `${WHERE}: the \`policy\` function${rule === "default" ? "" : ` of rule ${JSON.stringify(rule)}`} returned ${
+      describeValue(returned)
+    }; it must return ${POLICIES_ACCEPTED} with unique names, or undefined (the rule does not limit the request). The request was not counted.`,
+  );
 }

@@ -145,6 +145,12 @@ export class GuardedLimiter {
     pending.then(undefined, (thrown: unknown) => policy.report(toStoreError(thrown, limiter.store.name)));
   }
 
+  /** Clears `key` in the store (a failure rejects) and in the fallback limiter, if one was made. */
+  async reset(key: string): Promise<void> {
+    await this.#fallback?.reset(key);
+    await this.limiter.reset(key);
+  }
+
   /** A store call that failed: a bad argument is the caller's (rethrown); anything else, the store-error policy decides. */
   async #failed(key: string, cost: number, req: RateLimitRequest, thrown: unknown): Promise<StoreOutcome> {
     if (thrown instanceof FloodgateError && thrown.code === "INVALID_ARGUMENT") throw thrown;

@@ -32,6 +32,9 @@ export const WARNINGS = {
   /** Many limiters were created while serving requests (one per request limits nothing). */
   limiterPerRequest:
     "Many rate limiters were created while requests were being served: a limiter created per request starts from zero each time and limits nothing. Create the middleware once, at startup, and reuse it for every request.",
+  /** A `policy` function builds new policy objects per request, or returns more distinct sets than a rule keeps. */
+  policyPerRequest:
+    "A policy function returns policy objects built per request (or more distinct policy sets than one rule keeps a limiter for, 1000): each call to a policy factory makes a new policy, and each distinct set counts in a namespace of its own. Build the policies once, at startup (const PLANS = { free: fixedWindow(...), pro: fixedWindow(...) }), and return those.",
   /** One request was counted twice on the same store and prefix. */
   doubleCount:
     "One request was counted twice by limiters on the same store and prefix, so clients get half their quota. The middleware is probably mounted twice (app-wide and on a route); mount it once, or give the second one its own prefix.",

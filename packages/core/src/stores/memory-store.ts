@@ -1,4 +1,5 @@
 import { type Algorithm, algorithmOf, FIELDS_PER_POLICY, toMicros } from "../algorithms/algorithm.ts";
+import { blockFor, overrideBlocked, penalize } from "./block.ts";
 import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
@@ -27,14 +28,16 @@ const LAYOUT_BITS = 8;
 const LAYOUTS = 1 << LAYOUT_BITS;
 const LAYOUT_MASK = LAYOUTS - 1;
 const MAX_KEYS = Math.floor(2 ** 31 / LAYOUTS) - 1;
-/** Per slot, before the policies' state: expiry (µs) and the used-since-passed mark (CLOCK). */
-const HEADER = 2;
+/** Per slot, before the policies' state: expiry (µs), the used-since-passed mark (CLOCK) and the end of its block (µs, 0: none). */
+const HEADER = 3;
+/** Where in a slot the end of its block is. */
+const BLOCKED = 2;
 
 const OPTIONS: OptionSpecs = { maxKeys: /* @__PURE__ */ range("a whole number", 1, MAX_KEYS) };
 
 /**
  * The state of every key that shares one sequence of policy kinds, in one growable
- * Float64Array: a slot is [expiresAtUs, usedMark, ...state of each policy].
+ * Float64Array: a slot is [expiresAtUs, usedMark, blockedUntilUs, ...state of each policy].
  */
 class Layout {
   declare readonly width: number;
@@ -168,6 +171,50 @@ class MemoryStoreImpl implements MemoryStore {
     this.#release(ref);
   }
 
+  penalty(set: PolicySet, key: string, cost: number, nowMs: number): void {
+    const now = toMicros(nowMs);
+    const { layout, base } = this.#slot(set, key, now);
+    const data = layout.data;
+    const out = [0, 0, 0, 0, 0];
+    let expiry = data[base]!;
+    for (let p = 0; p < layout.algorithms.length; p++) {
+      const o = base + layout.offsets[p]!;
+      const log = layout.keepsLog[p] ? this.#logs[data[o]! - 1] : undefined;
+      const e = penalize(layout.algorithms[p]!, set.policies[p]!, data, o, log, now, cost, out);
+      if (e > expiry) expiry = e;
+    }
+    data[base] = expiry;
+  }
+
+  block(set: PolicySet, key: string, durationMs: number, nowMs: number): void {
+    const now = toMicros(nowMs);
+    const { layout, base } = this.#slot(set, key, now);
+    const until = now + durationMs * 1000;
+    layout.data[base + BLOCKED] = until;
+    if (until > layout.data[base]!) layout.data[base] = until;
+  }
+
+  unblock(set: PolicySet, key: string): void {
+    const layout = this.#layout(set);
+    const ref = this.#keys.get(this.#fullKey(set.prefix, key));
+    if (ref !== undefined && (ref & LAYOUT_MASK) === layout.id) layout.data[(ref >>> LAYOUT_BITS) * layout.width + BLOCKED] = 0;
+  }
+
+  /** This key's slot in this set, created empty when it has none (as a charge would). */
+  #slot(set: PolicySet, key: string, now: number): { layout: Layout; base: number } {
+    const layout = this.#layout(set);
+    const fullKey = this.#fullKey(set.prefix, key);
+    const ref = this.#keys.get(fullKey);
+    if (ref !== undefined && (ref & LAYOUT_MASK) === layout.id) return { layout, base: (ref >>> LAYOUT_BITS) * layout.width };
+    if (ref !== undefined) {
+      this.#keys.delete(fullKey);
+      this.#release(ref);
+    }
+    layout.blank.fill(0);
+    const logs = layout.logOffsets.length > 0 ? layout.keepsLog.map((keeps) => (keeps ? [] : undefined)) : undefined;
+    return { layout, base: this.#adopt(fullKey, layout, now, 0, logs) };
+  }
+
   dispose(): void {
     this.#keys.clear();
     this.#clockHand = this.#keys.entries();
@@ -200,7 +247,11 @@ class MemoryStoreImpl implements MemoryStore {
       data[base + 1] = 1; // used since it last reached the old end (see #makeRoom)
       const log = layout.keepsLog[0] ? this.#logs[data[base + HEADER]! - 1] : undefined;
       const algorithm = layout.algorithms[0]!;
-      const expiry = algorithm.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge);
+      const blocked = data[base + BLOCKED]! > now;
+      const expiry = algorithm.apply(policies[0]!, data, base + HEADER, log, now, cost, out, 1, charge && !blocked);
+      if (blocked || (out[1] === 0 && charge && policies[0]!.blockMs > 0)) {
+        return this.#denyBlocked(layout, base, policies, now, out, !blocked);
+      }
       if (out[1] === 1) {
         out[0] = 1;
         if (charge) {
@@ -254,6 +305,11 @@ class MemoryStoreImpl implements MemoryStore {
       if (out[i] === 0) allowed = 0;
     }
     out[0] = allowed;
+    if (ref !== undefined && data[base + BLOCKED]! > now) return this.#denyBlocked(layout, base, policies, now, out, false);
+    if (allowed === 0 && charge && blockFor(policies, out) > 0) {
+      if (ref === undefined) base = this.#adopt(fullKey, layout, now, 0, logs);
+      return this.#denyBlocked(layout, base, policies, now, out, true);
+    }
     if (allowed === 0 || !charge) return out;
     let expiry = 0;
     for (let p = 0; p < count; p++) {
@@ -276,14 +332,33 @@ class MemoryStoreImpl implements MemoryStore {
     return out;
   }
 
-  /** Stores a new key's state, decided and charged on the layout's blank slot. */
-  #adopt(fullKey: string, layout: Layout, now: number, expiry: number, logs: (number[] | undefined)[] | undefined): void {
+  /**
+   * A denial while the key is blocked, or one that blocks it (`start`: a consume denied by a
+   * policy with a `block`, whose block then starts now): every policy denied, 0 remaining, and
+   * waits and resets that last at least until the block ends. `out` holds the figures as the
+   * policies left them, without marks.
+   */
+  #denyBlocked(layout: Layout, base: number, policies: readonly Policy[], now: number, out: number[], start: boolean): StoreResult {
+    const data = layout.data;
+    if (start) {
+      const until = now + blockFor(policies, out) * 1000;
+      if (until > data[base + BLOCKED]!) data[base + BLOCKED] = until;
+      if (until > data[base]!) data[base] = until;
+    }
+    overrideBlocked(out, policies.length, data[base + BLOCKED]!, now);
+    return out;
+  }
+
+  /** Stores a new key's state, decided and charged on the layout's blank slot; returns where its slot starts. */
+  #adopt(fullKey: string, layout: Layout, now: number, expiry: number, logs: (number[] | undefined)[] | undefined): number {
     const ref = this.#insert(fullKey, layout, now);
     const base = (ref >>> LAYOUT_BITS) * layout.width;
     const data = layout.data;
     data.set(layout.blank, base);
     data[base] = expiry;
-    if (logs === undefined) return;
+    data[base + 1] = 0;
+    data[base + BLOCKED] = 0;
+    if (logs === undefined) return base;
     for (let p = 0; p < logs.length; p++) {
       const log = logs[p];
       if (log === undefined) continue;
@@ -291,6 +366,7 @@ class MemoryStoreImpl implements MemoryStore {
       this.#logs[at] = log;
       data[base + layout.offsets[p]!] = at + 1;
     }
+    return base;
   }
 
   #insert(fullKey: string, layout: Layout, now: number): number {

@@ -289,6 +289,18 @@ class ResilientStoreImpl implements ResilientStore {
     return this.#call(undefined, () => this.inner.reset(set, key), undefined);
   }
 
+  penalty(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<void> {
+    return this.#call(nowMs, () => this.inner.penalty!(set, key, cost, nowMs), undefined);
+  }
+
+  block(set: PolicySet, key: string, durationMs: number, nowMs: number): MaybePromise<void> {
+    return this.#call(nowMs, () => this.inner.block!(set, key, durationMs, nowMs), undefined);
+  }
+
+  unblock(set: PolicySet, key: string): MaybePromise<void> {
+    return this.#call(undefined, () => this.inner.unblock!(set, key), undefined);
+  }
+
   dispose(): MaybePromise<void> {
     return this.inner.dispose?.();
   }

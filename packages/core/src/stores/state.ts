@@ -1,5 +1,6 @@
 import { type Algorithm, algorithmOf, FIELDS_PER_POLICY, toMicros } from "../algorithms/algorithm.ts";
 import type { PolicySet, StoreResult } from "./store.ts";
+import { blockFor, overrideBlocked, penalize } from "./block.ts";
 
 /*
  * The state of one key under one policy set as plain data, and the pure function that decides
@@ -10,8 +11,11 @@ import type { PolicySet, StoreResult } from "./store.ts";
  * run each algorithm's own `apply` and `refund` in the same order.
  */
 
-/** What to evaluate: charge `cost` when every policy admits it, report for a cost of 1, or give `cost` back. */
-export type EvaluateMode = "consume" | "peek" | "refund";
+/**
+ * What to evaluate: charge `cost` when every policy admits it, report for a cost of 1, give `cost`
+ * back, charge a penalty of `cost` (saturating), block for `cost` ms, or lift the block.
+ */
+export type EvaluateMode = "consume" | "peek" | "refund" | "penalty" | "block" | "unblock";
 
 /**
  * One key's state under one policy set: JSON-serializable (numbers, arrays of numbers and one
@@ -29,6 +33,8 @@ export interface KeyState {
   readonly numbers: readonly number[];
   /** Per policy: its log of µs timestamps, or `null` for the kinds that keep none. */
   readonly logs: readonly (readonly number[] | null)[];
+  /** When the key's block ends (epoch µs); absent or 0 when it has none. */
+  readonly blockedUntilUs?: number;
 }
 
 /** What {@link evaluateState} decided. */
@@ -76,14 +82,33 @@ export function evaluateState(
   const read = parse(stored, kinds, algorithms);
   const foreign = stored !== undefined && read === undefined;
 
-  if (mode === "refund") {
+  if (mode === "refund" || mode === "unblock") {
     if (read === undefined) return unchanged(NO_RESULT, undefined);
+    if (mode === "unblock") {
+      if (!(read.blockedUntilUs > 0)) return unchanged(NO_RESULT, undefined);
+      read.blockedUntilUs = 0;
+      return written(NO_RESULT, kinds, read.expiresAtUs, read, true);
+    }
     let expiry = 0;
     for (let p = 0; p < policies.length; p++) {
       const e = algorithms[p]!.refund(policies[p]!, read.numbers, read.offsets[p]!, read.logs[p], now, cost, marks?.[p]);
       if (e > expiry) expiry = e;
     }
-    return written(NO_RESULT, kinds, expiry, read, true);
+    // A block outlasts the counters: the state stays until it ends.
+    return written(NO_RESULT, kinds, Math.max(expiry, read.blockedUntilUs), read, true);
+  }
+  if (mode === "penalty" || mode === "block") {
+    const state = read ?? blank(algorithms);
+    let expiry = state.expiresAtUs;
+    if (mode === "block") state.blockedUntilUs = now + cost * 1000;
+    else {
+      const scratch = [0, 0, 0, 0, 0];
+      for (let p = 0; p < policies.length; p++) {
+        const e = penalize(algorithms[p]!, policies[p]!, state.numbers, state.offsets[p]!, state.logs[p], now, cost, scratch);
+        if (e > expiry) expiry = e;
+      }
+    }
+    return written(NO_RESULT, kinds, Math.max(expiry, state.blockedUntilUs), state, true);
   }
 
   const charge = mode === "consume";
@@ -98,6 +123,16 @@ export function evaluateState(
     if (out[i] === 0) allowed = 0;
   }
   out[0] = allowed;
+  if (state.blockedUntilUs > now) {
+    overrideBlocked(out, policies.length, state.blockedUntilUs, now);
+    return written(out, kinds, state.expiresAtUs, state, differs(state));
+  }
+  const blockMs = allowed === 0 && charge ? blockFor(policies, out) : 0;
+  if (blockMs > 0) {
+    state.blockedUntilUs = now + blockMs * 1000;
+    overrideBlocked(out, policies.length, state.blockedUntilUs, now);
+    return written(out, kinds, Math.max(state.expiresAtUs, state.blockedUntilUs), state, true);
+  }
   if (allowed === 0 || !charge) {
     if (read === undefined) return { result: out, state: undefined, changed: foreign, expiresAtMs: 0 };
     // Evaluating may tidy the state (a log drops what left the window); the expiry stays.
@@ -119,7 +154,7 @@ export function evaluateState(
     if (e > expiry) expiry = e;
   }
   for (let p = 0; p < policies.length; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
-  return written(out, kinds, expiry, state, true);
+  return written(out, kinds, Math.max(expiry, state.blockedUntilUs), state, true);
 }
 
 /** A state unpacked for the algorithms, with a copy of what was read (to tell whether it changed). */
@@ -128,6 +163,8 @@ interface Unpacked {
   readonly offsets: readonly number[];
   readonly logs: (number[] | undefined)[];
   readonly expiresAtUs: number;
+  /** When the block ends, µs (0: none). */
+  blockedUntilUs: number;
   readonly readNumbers: readonly number[];
   readonly readLogs: readonly (readonly number[] | null)[];
 }
@@ -149,6 +186,7 @@ function blank(algorithms: readonly Algorithm[]): Unpacked {
     offsets,
     logs: algorithms.map((a) => (a.keepsLog ? [] : undefined)),
     expiresAtUs: 0,
+    blockedUntilUs: 0,
     readNumbers: [],
     readLogs: [],
   };
@@ -164,6 +202,8 @@ function parse(value: unknown, kinds: string, algorithms: readonly Algorithm[]):
   const { offsets, width } = layout(algorithms);
   if (!isFiniteArray(v.numbers) || v.numbers.length !== width) return undefined;
   if (!Array.isArray(v.logs) || v.logs.length !== algorithms.length) return undefined;
+  const blockedUntilUs = v.blockedUntilUs ?? 0;
+  if (typeof blockedUntilUs !== "number" || !Number.isFinite(blockedUntilUs)) return undefined;
   const numbers = Float64Array.from(v.numbers);
   const logs: (number[] | undefined)[] = [];
   for (let p = 0; p < algorithms.length; p++) {
@@ -174,7 +214,15 @@ function parse(value: unknown, kinds: string, algorithms: readonly Algorithm[]):
     if (!a.accepts(numbers, offsets[p]!, copy)) return undefined;
     logs.push(copy);
   }
-  return { numbers, offsets, logs, expiresAtUs: v.expiresAtUs, readNumbers: v.numbers, readLogs: v.logs as (number[] | null)[] };
+  return {
+    numbers,
+    offsets,
+    logs,
+    expiresAtUs: v.expiresAtUs,
+    blockedUntilUs,
+    readNumbers: v.numbers,
+    readLogs: v.logs as (number[] | null)[],
+  };
 }
 
 function differs(s: Unpacked): boolean {
@@ -195,7 +243,10 @@ function written(result: StoreResult, kinds: string, expiresAtUs: number, s: Unp
   s.logs.forEach((log, p) => {
     if (log !== undefined) numbers[s.offsets[p]!] = 0;
   });
-  const state: KeyState = { v: 1, kinds, expiresAtUs, numbers, logs: s.logs.map((log) => (log === undefined ? null : log)) };
+  const logs = s.logs.map((log) => (log === undefined ? null : log));
+  const state: KeyState = s.blockedUntilUs > 0
+    ? { v: 1, kinds, expiresAtUs, numbers, logs, blockedUntilUs: s.blockedUntilUs }
+    : { v: 1, kinds, expiresAtUs, numbers, logs };
   return { result, state, changed, expiresAtMs: Math.ceil(expiresAtUs / 1000) };
 }
 

@@ -62,8 +62,25 @@ export interface RateLimitStore {
    * docs/refunds.md); without, into the current state.
    */
   refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): MaybePromise<void>;
-  /** Deletes exactly this key's state in this set, nothing else. */
+  /** Deletes exactly this key's state in this set (its block too), nothing else. */
   reset(set: PolicySet, key: string): MaybePromise<void>;
+  /**
+   * Charges up to `cost` units to every policy whatever they admit, each saturating at full
+   * (a policy with fewer units left takes what it has left): a penalty found after the fact.
+   * Atomic for the set. Optional for stores written before it; every built-in store has it.
+   */
+  penalty?(set: PolicySet, key: string, cost: number, nowMs: number): MaybePromise<void>;
+  /**
+   * Denies every request of this key in this set for `durationMs` from `nowMs` (replacing any
+   * block it has), whatever the policies say. A store that has `block` also applies policies'
+   * `block` option in `consume`: when a consume is denied by a policy with `blockMs > 0`, the key
+   * is blocked for the longest such `blockMs`, in the same atomic step; while blocked, `consume`
+   * and `peek` report every policy denied with 0 remaining and `retryAfterMs` (and `resetAt`) at
+   * least until the block ends, and charge nothing.
+   */
+  block?(set: PolicySet, key: string, durationMs: number, nowMs: number): MaybePromise<void>;
+  /** Lifts this key's block in this set (its counters stay). */
+  unblock?(set: PolicySet, key: string): MaybePromise<void>;
   /** Releases timers, connections or memory. The store is unusable afterwards. */
   dispose?(): MaybePromise<void>;
 }

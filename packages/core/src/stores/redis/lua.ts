@@ -53,6 +53,19 @@ end
 local ok, a, b, c, d, e
 `;
 
+/**
+ * A blocked key (its block key \`<first key>:b\` holds the end of the block, µs, beside a TTL):
+ * every policy denied with 0 remaining, its reset and wait at least until the block ends. Run
+ * after the eval fragments, with \`bu\` the end of the block; nothing is committed.
+ */
+const BLOCKED = `out[1] = 0
+for q = 2, #out, 4 do
+  out[q], out[q + 1] = 0, 0
+  if out[q + 2] < ceil(bu / 1000) then out[q + 2] = ceil(bu / 1000) end
+  if out[q + 3] ~= -1 and out[q + 3] < ceil((bu - now) / 1000) then out[q + 3] = ceil((bu - now) / 1000) end
+end
+`;
+
 function singleScript(kind: PolicyKind): string {
   const f = ALGORITHMS[kind].lua.fragments;
   return `${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
@@ -62,6 +75,11 @@ if m then m = m + 0 end
 ${f.refund}return 0
 end
 local out, i, j = {0, 0, 0, 0, 0}, 2, 6
+local bk = k .. ":b"
+local bu = tonumber(redis.pcall("GET", bk))
+if bu and bu > now then
+${f.eval}${BLOCKED}return out
+end
 ${f.eval}if ok then
 out[1] = 1
 if charge then
@@ -83,6 +101,8 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 
 function multiScript(): string {
   return `${prelude("#KEYS * 3 + 2")}local out, h = {1}, {}
+local bk = KEYS[1] .. ":b"
+local bu = not refund and tonumber(redis.pcall("GET", bk))
 for p = 1, #KEYS do
 ${POLICY}if refund then
 local m = ARGV[#KEYS * 3 + 2 + p]
@@ -93,6 +113,21 @@ h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 end
 if refund then return 0 end
+if bu and bu > now then
+${BLOCKED}return out
+end
+if out[1] == 0 and charge then
+local bm = 0
+for p = 1, #KEYS do
+local v = ARGV[#KEYS * 3 + 2 + p]
+if v and out[p * 4 - 2] == 0 and v + 0 > bm then bm = v + 0 end
+end
+if bm > 0 then
+bu = now + bm * 1000
+redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", bm))
+${BLOCKED}end
+return out
+end
 if out[1] == 1 and charge then
 for p = 1, #KEYS do
 ${POLICY}a, b, c, d, e = h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4]
@@ -101,6 +136,45 @@ end
 return out
 `;
 }
+
+/**
+ * Penalties and manual blocks, rarely called, in a script of their own (the decision scripts stay
+ * as short as they can be). ARGV: "p" (penalty) or "b" (block), the cost or the block's ms, now
+ * (or "" for the server's clock), then per policy kind letter, limit, parameter as in the
+ * multi-policy script. A penalty charges each policy what it has left, up to the cost.
+ */
+function adminScript(): string {
+  return `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
+local op, amount, now = ARGV[1], ARGV[2] + 0, ARGV[3]
+if now ~= "" then
+  now = now + 0
+else
+  local t = redis.call("TIME")
+  now = t[1] * 1000000 + t[2]
+end
+if op == "b" then
+local bk = KEYS[1] .. ":b"
+redis.call("SET", bk, fmt("%d", now + amount * 1000), "PX", fmt("%d", amount))
+return 0
+end
+local ok, a, b, c, d, e, cost
+for p = 1, #KEYS do
+local k, i, j, x = KEYS[p], 2, 6, p * 3 + 1
+local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
+local out = {0, 0, 0, 0, 0, 0}
+cost = 1
+${dispatch("eval")}if out[3] > 0 then
+cost = math.min(amount, out[3])
+${dispatch("eval")}if ok then
+${dispatch("commit")}end
+end
+end
+return 0
+`;
+}
+
+/** The scripts: one per kind, the multi-policy one, and the one for penalties and blocks. */
+export type ScriptName = PolicyKind | "multi" | "admin";
 
 /** A script's source and its SHA1 (for EVALSHA). */
 export interface LuaScript {
@@ -112,23 +186,25 @@ export interface LuaScript {
  * SHA1 of each script, precomputed so no runtime needs a hash function; a test recomputes them
  * from the sources (and prints the new values when a script changes).
  */
-export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
-  "token-bucket": "d4663c44acee0d581b8a9c952501a65d2f213bf9",
-  "fixed-window": "f2f97b21f0175a091e8264ce5da4a87ffb3b9729",
-  "sliding-window": "046daa16ba33f5aa3cb684c61da93a8cb59f9bbb",
-  "sliding-log": "4ae0ae429af97cb8fd6bd399985e79665574edff",
-  multi: "a45e1af0ebe38b6eec9e5ed8b3bbe03630dd86bc",
+export const SCRIPT_SHA: Readonly<Record<ScriptName, string>> = {
+  "token-bucket": "d78a439fd22fc6d7cceb5abcf11fa5452f9837a2",
+  "fixed-window": "fe01adf0c698168ac63b0fb95d60209cba7efb2f",
+  "sliding-window": "0aeb1e53617d7f08fb240587b41f2dc6694de95b",
+  "sliding-log": "9fed396c98ed246bbe04db8f7279100a20eefb5b",
+  admin: "1f97170aa6a1e91396a82b40bf6fd7d31393fde9",
+  multi: "78eab52a6783908ae5207b9519ab27ad7699690a",
 };
 
-let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;
+let scripts: Record<ScriptName, LuaScript> | undefined;
 
 /** The scripts (one per kind, and the multi-policy one), built on first use (nothing runs at import time). */
-export function luaScripts(): Readonly<Record<PolicyKind | "multi", LuaScript>> {
+export function luaScripts(): Readonly<Record<ScriptName, LuaScript>> {
   if (scripts === undefined) {
-    const built: Partial<Record<PolicyKind | "multi", LuaScript>> = {};
+    const built: Partial<Record<ScriptName, LuaScript>> = {};
     for (const kind of POLICY_KINDS) built[kind] = { source: singleScript(kind), sha: SCRIPT_SHA[kind] };
     built.multi = { source: multiScript(), sha: SCRIPT_SHA.multi };
-    scripts = built as Record<PolicyKind | "multi", LuaScript>;
+    built.admin = { source: adminScript(), sha: SCRIPT_SHA.admin };
+    scripts = built as Record<ScriptName, LuaScript>;
   }
   return scripts;
 }

@@ -63,6 +63,10 @@ interface Prepared {
   /** The whole ARGV of a consume of cost 1 and of a peek on the server's clock: the same every call. */
   readonly consume1: readonly string[];
   readonly peek: readonly string[];
+  /** Per policy its `block` in ms, sent after the time with a consume; empty when no policy blocks. */
+  readonly blocks: readonly string[];
+  /** Per policy kind letter, limit, parameter: the admin script's ARGV after its first three. */
+  readonly admin: readonly string[];
 }
 
 const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
@@ -152,6 +156,7 @@ export class ScriptStore implements RedisScriptStore {
     const base = baseKey(set.prefix, key);
     this.#cache?.forget(base);
     const keys = keysOf(base, set.policies.length);
+    keys.push(`${base}:b`);
     try {
       await this.#transport.del(keys);
     } catch (error) {
@@ -161,8 +166,47 @@ export class ScriptStore implements RedisScriptStore {
     }
   }
 
+  async penalty(set: PolicySet, key: string, cost: number, nowMs: number): Promise<void> {
+    await this.#admin(set, key, "p", cost, nowMs);
+  }
+
+  async block(set: PolicySet, key: string, durationMs: number, nowMs: number): Promise<void> {
+    await this.#admin(set, key, "b", durationMs, nowMs);
+  }
+
+  async unblock(set: PolicySet, key: string): Promise<void> {
+    const base = baseKey(set.prefix, key);
+    this.#cache?.forget(base);
+    try {
+      await this.#transport.del([`${base}:b`]);
+    } catch (error) {
+      throw storeError(this.name, "unblock", error);
+    } finally {
+      this.#cache?.forget(base); // as in refund
+    }
+  }
+
   dispose(): void {
     this.#cache?.clear();
+  }
+
+  /** A penalty ("p") or a manual block ("b"), in the admin script. */
+  async #admin(set: PolicySet, key: string, op: "p" | "b", amount: number, nowMs: number): Promise<void> {
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    const keys = keysOf(baseKey(set.prefix, key), prepared.count);
+    const args = [op, String(amount), this.ownsClock ? "" : String(toMicros(nowMs)), ...prepared.admin];
+    const script = luaScripts().admin;
+    const what = op === "p" ? "penalty" : "block";
+    try {
+      await this.#transport.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw storeError(this.name, what, error);
+      try {
+        await this.#transport.eval(script.source, keys, args);
+      } catch (retryError) {
+        throw storeError(this.name, what, retryError);
+      }
+    }
   }
 
   /**
@@ -188,10 +232,11 @@ export class ScriptStore implements RedisScriptStore {
     if (this.ownsClock && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
     else {
       const list = [op === "consume" ? String(cost) : op === "peek" ? "0" : String(-cost), ...prepared.tail];
-      // The marks follow the time, which is then always sent: "" for the server's clock.
+      const after = marks ?? (op === "consume" && prepared.blocks.length > 0 ? prepared.blocks : undefined);
+      // The marks (or blocks) follow the time, which is then always sent: "" for the server's clock.
       if (!this.ownsClock) list.push(String(toMicros(nowMs)));
-      else if (marks !== undefined) list.push("");
-      if (marks !== undefined) { for (const mark of marks) list.push(String(mark)); }
+      else if (after !== undefined) list.push("");
+      if (after !== undefined) { for (const mark of after) list.push(String(mark)); }
       args = list;
     }
     const script = prepared.script;
@@ -233,7 +278,10 @@ export class ScriptStore implements RedisScriptStore {
 
   #prepare(set: PolicySet): Prepared {
     const tail: string[] = [];
-    const multi = set.policies.length > 1;
+    const admin: string[] = [];
+    // A policy's block is applied by the multi-policy script, one policy or several.
+    const blocking = set.policies.some((p) => p.blockMs > 0);
+    const multi = set.policies.length > 1 || blocking;
     for (const p of set.policies) {
       const lua = ALGORITHMS[p.kind].lua;
       if (lua.maxLimit !== undefined && p.limit > lua.maxLimit) {
@@ -246,7 +294,9 @@ export class ScriptStore implements RedisScriptStore {
       }
       if (multi) tail.push(lua.code);
       tail.push(String(p.limit), String(lua.parameter(p)));
+      admin.push(lua.code, String(p.limit), String(lua.parameter(p)));
     }
+    const blocks = blocking ? set.policies.map((p) => String(p.blockMs)) : [];
     const scripts = luaScripts();
     const prepared: Prepared = Object.freeze({
       id: this.#nextId++,
@@ -254,8 +304,10 @@ export class ScriptStore implements RedisScriptStore {
       count: set.policies.length,
       limits: Object.freeze(set.policies.map((p) => p.limit)),
       tail: Object.freeze(tail),
-      consume1: Object.freeze(["1", ...tail]),
+      consume1: Object.freeze(blocking ? ["1", ...tail, "", ...blocks] : ["1", ...tail]),
       peek: Object.freeze(["0", ...tail]),
+      blocks: Object.freeze(blocks),
+      admin: Object.freeze(admin),
     });
     this.#prepared.set(set, prepared);
     return prepared;
