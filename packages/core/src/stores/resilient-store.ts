@@ -73,6 +73,12 @@ export interface ResilientStoreStats {
   readonly lateCharges: number;
   /** Late charges given back: refunded once, into the window or state they went into. */
   readonly lateRefunds: number;
+  /**
+   * Late charges whose refund failed (the store failed again, or returned no marks): they stay
+   * charged. Never retried, since a refund whose reply was lost may have run. Settled once
+   * `lateRefunds + lateRefundsFailed === lateCharges`.
+   */
+  readonly lateRefundsFailed: number;
 }
 
 /** A store behind a deadline, a circuit breaker and a bound on calls in flight. */
@@ -228,6 +234,7 @@ class ResilientStoreImpl implements ResilientStore {
   #inFlight = 0;
   #lateCharges = 0;
   #lateRefunds = 0;
+  #lateRefundsFailed = 0;
   #answered = false;
   #firstCallAtMs: number | undefined;
   #lastNowMs: number | undefined;
@@ -266,6 +273,7 @@ class ResilientStoreImpl implements ResilientStore {
       failing: this.#failingSinceMs !== undefined,
       lateCharges: this.#lateCharges,
       lateRefunds: this.#lateRefunds,
+      lateRefundsFailed: this.#lateRefundsFailed,
     };
   }
 
@@ -402,12 +410,15 @@ class ResilientStoreImpl implements ResilientStore {
     this.#lateCharges++;
     // The marks follow the figures; a store that returns none keeps the charge.
     const at = 1 + set.policies.length * FIELDS_PER_POLICY;
-    if (result.length <= at) return;
+    if (result.length <= at) {
+      this.#lateRefundsFailed++;
+      return;
+    }
     const marks = result.slice(at);
     // A refund that throws or rejects leaves the charge in place: it stays counted, not refunded.
     new Promise<void>((resolve) => resolve(this.inner.refund(set, key, cost, nowMs, marks))).then(
       () => this.#lateRefunds++,
-      () => undefined,
+      () => this.#lateRefundsFailed++,
     );
   }
 
