@@ -27,7 +27,15 @@ export type Responder<Raw> = (
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const TEXT_TYPE = "text/plain; charset=utf-8";
-const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After period.";
+/** The default body's message (and Koa's `throw: true` error message when `message` is not a string). */
+export const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After period.";
+
+/** The answer to a request the `denyList` refuses: 403, nothing counted, no rate-limit headers. */
+export const DENIED_RESPONSE: PreparedResponse = Object.freeze({
+  status: 403,
+  headers: Object.freeze(["Content-Type", JSON_TYPE]),
+  body: '{"error":{"code":"FORBIDDEN","message":"Access denied."}}',
+});
 
 /**
  * Whole seconds a limited client should wait: the decision's, or, for a "deny" after a store
