@@ -18,7 +18,7 @@ export type {
   RuleOptions,
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
-export type { PreparedResponse } from "./response.ts";
+export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
 export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-guard.ts";
 export { getRateLimit, toFetchResponse } from "./fetch.ts";
 export { ipKey, type IpKeyOptions } from "./ip-key.ts";
