@@ -1,3 +1,4 @@
 import { packageBuild } from "../../tsup.base.ts";
 
-export default packageBuild("node");
+// Two entries: the middleware, and `@floodgate/express/augment`, the opt-in typing of `req.rateLimit`.
+export default packageBuild("node", { index: "src/index.ts", augment: "src/augment.ts" });

@@ -1,7 +1,7 @@
 // ONE scenario table, run against the four real integrations: Hono (app.request), Express and
 // Koa (listening on 127.0.0.1, port 0) and the fetch wrapper (real Request objects). Time is
 // injected; nothing sleeps to wait for a window.
-import { fixedWindow, type HttpRateLimitOptions, tokenBucket } from "@floodgate/core";
+import { FloodgateError, fixedWindow, type HttpRateLimitOptions, ipKey, tokenBucket } from "@floodgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { createEnv, draftHeaders, type Env, flakyStore, hasRateLimitHeaders, ietfHeaders, legacyHeaders, T0 } from "./support.ts";
 import { type App, TARGETS } from "./targets.ts";
@@ -612,7 +612,111 @@ const SCENARIOS: Scenario[] = [
       expect(env.limited).toHaveLength(2);
     },
   },
+  {
+    name: "a decision the store answered says so: source \"store\" in the hooks and the decision",
+    options: () => ({ policy: perMinute(1) }),
+    async run(app, env) {
+      await app.send("/api/x");
+      await app.send("/api/x");
+      expect(env.decisions.map((d) => [d.allowed, d.source, d.decision?.source])).toEqual([[true, "store", "store"], [
+        false,
+        "store",
+        "store",
+      ]]);
+    },
+  },
+  {
+    name: "denyList: IPs, CIDR ranges and keys answered 403 before anything is counted, whatever the allowList says",
+    options: (env) => {
+      env.store = flakyStore("ok");
+      return {
+        policy: perMinute(1),
+        store: env.store,
+        trustProxy: 1,
+        denyList: ["203.0.113.0/24", "2001:db8:bad::/48", "198.51.100.9", "banned-key"],
+        allowList: ["198.51.100.9"],
+        key: (req) => req.header("x-api-key"),
+      };
+    },
+    async run(app, env) {
+      const store = env.store as ReturnType<typeof flakyStore>;
+      const refused = [
+        await app.send("/api/x", xff("203.0.113.7")),
+        await app.send("/api/x", xff("2001:db8:bad:1::5")),
+        await app.send("/api/x", xff("198.51.100.9")), // denied although allow-listed
+        await app.send("/api/x", { headers: { "x-forwarded-for": "192.0.2.1", "x-api-key": "banned-key" } }),
+      ];
+      for (const reply of refused) {
+        expect(reply.status).toBe(403);
+        expect(JSON.parse(reply.body)).toEqual({ error: { code: "FORBIDDEN", message: "Access denied." } });
+        expect(hasRateLimitHeaders(reply.headers)).toBe(false);
+      }
+      expect(store.calls).toBe(0); // nothing was counted
+      expect(env.limited).toHaveLength(0);
+      expect(env.decisions.map((d) => [d.source, d.key, d.allowed])).toEqual([
+        ["denyList", "203.0.113.7", false],
+        ["denyList", "2001:db8:bad:1::/64", false],
+        ["denyList", "198.51.100.9", false],
+        ["denyList", "banned-key", false],
+      ]);
+      expect(await sendMany(app, 2, "/api/x", xff("192.0.2.1"))).toEqual([200, 429]);
+      expect(store.calls).toBe(2);
+    },
+  },
+  {
+    name: "ipKey(req.ip) in a composite key groups IPv6 as the default key does",
+    options: () => ({ policy: perMinute(1), trustProxy: 1, key: (req) => `${ipKey(req.ip, { ipv6Subnet: 56 })}:${req.header("x-tenant")}` }),
+    async run(app, env) {
+      const from = (ip: string, tenant: string) => ({ headers: { "x-forwarded-for": ip, "x-tenant": tenant } });
+      expect((await app.send("/api/x", from("2001:db8:1:aa::1", "t1"))).status).toBe(200);
+      expect((await app.send("/api/x", from("2001:db8:1:bb::2", "t1"))).status).toBe(429); // same /56
+      expect((await app.send("/api/x", from("2001:db8:1:bb::2", "t2"))).status).toBe(200);
+      expect(env.decisions.map((d) => d.key)).toEqual(["2001:db8:1::/56:t1", "2001:db8:1::/56:t1", "2001:db8:1::/56:t2"]);
+    },
+  },
+  {
+    name: "proxyHeader without trustProxy warns once (proxyHeaderIgnored), and the header is not read",
+    options: () => ({ policy: perMinute(1), proxyHeader: "forwarded" }),
+    async run(app, env) {
+      expect(env.logs.filter((l) => l.includes("proxyHeaderIgnored"))).toHaveLength(1);
+      await app.send("/api/x", { headers: { forwarded: "for=192.0.2.1" } });
+      expect((await app.send("/api/x", { headers: { forwarded: "for=192.0.2.2" } })).status).toBe(429);
+      expect(env.logs.filter((l) => l.includes("proxyHeaderIgnored"))).toHaveLength(1);
+    },
+  },
 ];
+
+/** Options every integration must refuse at construction, and what the error must say. */
+const REFUSED: { name: string; options: Record<string, unknown>; message: string }[] = [
+  {
+    name: "express-rate-limit's windowMs",
+    options: { windowMs: 60_000, limit: 5 },
+    message: "unknown option `windowMs` (express-rate-limit, hono-rate-limiter); use `policy: fixedWindow({ limit, window })`",
+  },
+  { name: "max at the top level", options: { max: 5 }, message: "unknown option `max` (express-rate-limit, koa-ratelimit); use `policy:" },
+  { name: "legacyHeaders", options: { legacyHeaders: false }, message: "unknown option `legacyHeaders` (express-rate-limit); use `headers`" },
+  { name: "keyGenerator", options: { keyGenerator: () => "k" }, message: "(express-rate-limit, hono-rate-limiter); use `key(req)`" },
+  { name: "koa-ratelimit's id and blacklist", options: { id: () => "k" }, message: "unknown option `id` (koa-ratelimit); use `key(req)`" },
+  { name: "koa-ratelimit's blacklist", options: { blacklist: [] }, message: "(koa-ratelimit); use `denyList`" },
+  { name: "koa-ratelimit's header names", options: { headers: { remaining: "Rate-Limit-Remaining" } }, message: "koa-ratelimit's header names" },
+  { name: "rate-limiter-flexible's points", options: { points: 5, duration: 60 }, message: "unknown option `points` (rate-limiter-flexible)" },
+  { name: "@upstash/ratelimit's analytics", options: { analytics: true }, message: "unknown option `analytics` (@upstash/ratelimit)" },
+  {
+    name: "a rule whose method is no HTTP method",
+    options: { rules: { "GETT /api/x": perMinute(1) } },
+    message: 'method "GETT" is not an HTTP method',
+  },
+];
+
+describe.each(TARGETS)("$name refuses at construction", (target) => {
+  it.each(REFUSED)("$name", async ({ options, message }) => {
+    const started = target.start({ policy: perMinute(1), ...options } as HttpRateLimitOptions<any>);
+    const error = await started.then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(FloodgateError);
+    expect((error as FloodgateError).code).toBe("INVALID_OPTION");
+    expect((error as FloodgateError).message).toContain(message);
+  });
+});
 
 describe.each(TARGETS)("$name", (target) => {
   let app: App | undefined;

@@ -16,6 +16,8 @@ export interface Env {
   decisions: RateLimitInfo[];
   limited: RateLimitInfo[];
   storeErrors: FloodgateError[];
+  /** A store a scenario made in its options, for its run to inspect. */
+  store?: RateLimitStore;
 }
 
 export function createEnv(): Env {

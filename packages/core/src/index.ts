@@ -19,7 +19,16 @@ export {
   type TokenBucketOptions,
   type WindowPolicyOptions,
 } from "./policies.ts";
-export type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+export {
+  answeredLocally,
+  type CallSignal,
+  type LocalStoreResult,
+  type MaybePromise,
+  type PolicySet,
+  type RateLimitStore,
+  type StoreResult,
+  type StoreSource,
+} from "./stores/store.ts";
 export {
   type CircuitBreakerOptions,
   type ResilientStore,
@@ -43,7 +52,8 @@ export {
   type RateLimiterOptions,
   type RefundOptions,
 } from "./limiter.ts";
-export { type FetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
+export { type FetchHandler, getRateLimit, type RateLimitedFetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
+export { ipKey, type IpKeyOptions } from "./http/ip-key.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.
 export type {
   CostFunction,

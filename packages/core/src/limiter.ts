@@ -1,11 +1,12 @@
 import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
+import { FOREIGN_OPTIONS } from "./foreign-options.ts";
 import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
 import { MAX_BLOCK_MS } from "./algorithms/window-options.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
-import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+import { type MaybePromise, type PolicySet, type RateLimitStore, sourceOf, type StoreResult, type StoreSource } from "./stores/store.ts";
 import { CLOCK_ACCEPTED, isFunction, isRecord, isStore, type OptionSpecs, parseOptions, prefixOf, STORE_ACCEPTED } from "./validation.ts";
 
 /** One policy's figures within a {@link Decision}. */
@@ -49,6 +50,12 @@ export interface Decision {
    * denials and peeks. Opaque and JSON-serializable: keep it (or send it along) as it is.
    */
   readonly charge: Charge | undefined;
+  /**
+   * Where the answer came from: `"store"`, the store's backend; `"cache"`, state the store keeps
+   * locally (a Redis store's deny cache answered a known denial with no round trip). For metrics:
+   * a denial from the cache cost no Redis call.
+   */
+  readonly source: StoreSource;
 }
 
 /**
@@ -202,7 +209,7 @@ export function rebindLimiter(limiter: RateLimiter, store: (bare: RateLimitStore
  * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  const o = parseOptions<RateLimiterOptions>(options, "createRateLimiter()", OPTIONS);
+  const o = parseOptions<RateLimiterOptions>(options, "createRateLimiter()", OPTIONS, FOREIGN_OPTIONS);
   const policies = Object.freeze(Array.isArray(o.policy) ? [...o.policy] : [o.policy]) as readonly Policy[];
   if (new Set(policies.map((p) => p.name)).size !== policies.length) {
     throw new FloodgateError(
@@ -390,6 +397,7 @@ class SingleDecision {
   declare readonly retryAfterMs: number;
   declare readonly policy: string;
   declare readonly charge: Charge | undefined;
+  declare readonly source: StoreSource;
 
   constructor(result: StoreResult, policy: Policy, cost: number) {
     fillSingle(this as Mutable<Omit<Decision, "policies">>, result, policy, cost);
@@ -455,6 +463,7 @@ function fillSingle(
   // A charged admission's mark follows the figures (see chargeOf). Plain data, not frozen:
   // freezing the charge and its marks cost ~1,000 machine instructions per decision (callgrind).
   d.charge = d.allowed && cost > 0 && result.length > 5 ? { cost, marks: [result[5]!] } : undefined;
+  d.source = sourceOf(result);
   return d;
 }
 
@@ -467,6 +476,7 @@ class MultiDecision implements Decision {
   declare readonly policy: string;
   declare readonly policies: readonly PolicyDecision[];
   declare readonly charge: Charge | undefined;
+  declare readonly source: StoreSource;
 
   constructor(result: StoreResult, policies: readonly Policy[], cost: number) {
     this.allowed = result[0] === 1;
@@ -499,5 +509,6 @@ class MultiDecision implements Decision {
     this.policy = chosen.policy;
     this.policies = Object.freeze(all);
     this.charge = chargeOf(result, policies.length, cost);
+    this.source = sourceOf(result);
   }
 }

@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import { describeValue, FloodgateError } from "./errors.ts";
+import type { ForeignOptions } from "./foreign-options.ts";
 
 /**
  * Checks one option's value: `true` when valid, anything else when not. A list or map returns the
@@ -50,7 +51,7 @@ function schemasOf(specs: OptionSpecs): Record<string, z.ZodMiniType> {
  * the value received and what is accepted; an unknown option (a typo such as `windowMS`) explains
  * any other problem, so it is reported first.
  */
-export function parseOptions<T>(input: unknown, where: string, specs: OptionSpecs): T {
+export function parseOptions<T>(input: unknown, where: string, specs: OptionSpecs, foreign?: ForeignOptions): T {
   const names = Object.keys(specs);
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     throw new FloodgateError(
@@ -60,6 +61,10 @@ export function parseOptions<T>(input: unknown, where: string, specs: OptionSpec
   }
   for (const key in input) {
     if (!Object.hasOwn(specs, key)) {
+      const hint = foreign?.option(key);
+      if (hint !== undefined) {
+        throw new FloodgateError("INVALID_OPTION", `${where}: unknown option \`${key}\` ${hint}.`);
+      }
       const guess = closest(key, names);
       throw new FloodgateError(
         "INVALID_OPTION",
@@ -74,8 +79,11 @@ export function parseOptions<T>(input: unknown, where: string, specs: OptionSpec
     const result = shape[name]!.safeParse(value);
     if (!result.success) {
       const path = result.error.issues[0]!.path;
+      const hint = path.length === 0 ? foreign?.value(name, value) : undefined;
       for (const key of path) value = (value as Record<PropertyKey, unknown>)[key];
-      throw invalidOption(where, [name, ...path].join("."), value, specs[name]![1]);
+      const error = invalidOption(where, [name, ...path].join("."), value, specs[name]![1]);
+      if (hint !== undefined) error.message = `${error.message.slice(0, -1)} ${hint}.`;
+      throw error;
     }
     if (value !== undefined) options[name] = value;
   }

@@ -17,17 +17,54 @@ import {
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 
 /**
+ * A `handler` in Express's own form: it answers the limited request itself (send, render,
+ * redirect, stream) or passes it on with `next()` / `next(error)`. The status (429 or
+ * `statusCode`), the rate-limit headers and Retry-After are set on `res` before it runs. A
+ * rejected promise goes to `next`.
+ */
+export type ExpressHandlerFunction = (req: Request, res: Response, next: NextFunction, info: RateLimitInfo) => unknown;
+
+/** A handler in Express's form, for TypeScript: made by {@link expressHandler}. */
+export interface ExpressHandler {
+  /** The handler. */
+  readonly express: ExpressHandlerFunction;
+}
+
+/**
+ * Marks `handler` as Express's form `(req, res, next, info)`, so TypeScript types its parameters
+ * (a plain function declaring three or more parameters is taken in that form too, as
+ * express-rate-limit's `handler(req, res, next, options)` is).
+ *
+ * @example
+ * rateLimit({ policy, handler: expressHandler((req, res, next, info) => res.render("slow-down", { info })) });
+ */
+export function expressHandler(handler: ExpressHandlerFunction): ExpressHandler {
+  return { express: handler };
+}
+
+/**
  * An Express request after the middleware ran: `req.rateLimit` is Floodgate's decision (absent when
- * the request was skipped or allow-listed). No global augmentation, so the package stays
- * publishable to JSR; declare one in your app if you prefer `req.rateLimit` everywhere.
+ * the request was skipped or allow-listed). Or `import "@floodgate/express/augment"` once, to type
+ * `req.rateLimit` on every request without this type (an opt-in global augmentation, left out of
+ * the JSR package, which accepts none).
  */
 export type RateLimitedRequest = Request & {
   /** Floodgate's decision for this request; absent when it was skipped or allow-listed. */
   rateLimit?: RateLimitInfo;
 };
 
-/** Options of {@link rateLimit}: the shared HTTP options, with the Express request as `raw`. */
-export type ExpressRateLimitOptions = HttpRateLimitOptions<Request>;
+/**
+ * Options of {@link rateLimit}: the shared HTTP options, with the Express request as `raw`;
+ * `handler` also in Express's own form (see {@link expressHandler}).
+ */
+export interface ExpressRateLimitOptions extends Omit<HttpRateLimitOptions<Request>, "handler"> {
+  /**
+   * Builds the limited response: `(req, info) => ({ status?, headers?, body? })`, which Floodgate
+   * sends; or Express's form, `expressHandler((req, res, next, info) => ...)` (or any function of
+   * 3+ parameters), which answers itself or calls `next`.
+   */
+  handler?: HttpRateLimitOptions<Request>["handler"] | ExpressHandler;
+}
 
 const ACCESS: RequestAccess<Request> = {
   method: (req) => req.method,
@@ -50,7 +87,17 @@ const ACCESS: RequestAccess<Request> = {
  * app.use("/api/", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }) }));
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & RateLimitHandle {
-  const limiter = createHttpRateLimiter(options, ACCESS);
+  const given: unknown = options?.handler;
+  const own = typeof given === "function" && given.length >= 3
+    ? given as ExpressHandlerFunction
+    : typeof given === "object" && given !== null && typeof (given as ExpressHandler).express === "function"
+    ? (given as ExpressHandler).express
+    : undefined;
+  // Express's form answers for itself: core prepares the default response, whose status and headers it gets.
+  const limiter = createHttpRateLimiter(
+    own === undefined ? options as HttpRateLimitOptions<Request> : { ...options, handler: undefined },
+    ACCESS,
+  );
   const userTrust = options?.trustProxy !== undefined;
   const warnings = new Warnings(options.warnings, options.logger ?? console);
   return withHandle(function floodgateRateLimit(req: Request, res: Response, next: NextFunction): void {
@@ -73,9 +120,11 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
       if (!result.allowed) {
         const denied = result.response!;
         res.status(denied.status);
-        for (let i = 0; i < denied.headers.length; i += 2) res.setHeader(denied.headers[i]!, denied.headers[i + 1]!);
-        res.end(denied.body);
-        return;
+        const answer = own !== undefined && result.info.source !== "denyList";
+        for (let i = 0; i < denied.headers.length; i += 2) {
+          if (!answer || denied.headers[i] !== "Content-Type") res.setHeader(denied.headers[i]!, denied.headers[i + 1]!);
+        }
+        return answer ? own(req, res, next, result.info) : void res.end(denied.body);
       }
       // One read of `res.setHeader`, not one per header: Express's objects change shape per
       // request, so their property reads tend to miss V8's inline caches.

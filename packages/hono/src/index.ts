@@ -29,14 +29,18 @@ export type RateLimitEnv = {
   };
 };
 
-/** Options of {@link rateLimit}: the shared HTTP options, plus the runtime's `getConnInfo`. */
-export interface HonoRateLimitOptions extends HttpRateLimitOptions<Context> {
+/**
+ * Options of {@link rateLimit}: the shared HTTP options, plus the runtime's `getConnInfo`. `E`
+ * is the app's own `Env`: `key(req)`, `cost(req)`, `skip(req)`... see `req.raw` as `Context<E>`,
+ * with the variables an auth middleware set typed (`rateLimit<AppEnv>({ key: (req) => req.raw.get("user")?.id })`).
+ */
+export interface HonoRateLimitOptions<E extends Env = Env> extends HttpRateLimitOptions<Context<E>> {
   /**
    * The runtime's `getConnInfo` (from `hono/bun`, `hono/deno`, `@hono/node-server/conninfo`,
    * `hono/cloudflare-workers`...), giving the socket address. Default: the Node server's socket
    * when running on `@hono/node-server`, else none.
    */
-  getConnInfo?: (c: Context) => {
+  getConnInfo?: (c: Context<E>) => {
     /** The connection's remote end. */
     remote: {
       /** The socket peer's IP address, when the runtime knows it. */
@@ -67,9 +71,10 @@ const nodeSocketIp = (c: Context): string | undefined => (c.env as NodeBindings)
  * import { getConnInfo } from "@hono/node-server/conninfo";
  * app.use("*", rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }), getConnInfo }));
  */
-export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions): MiddlewareHandler<E & RateLimitEnv> & RateLimitHandle {
-  const limiter = createHttpRateLimiter(options, ACCESS, "getConnInfo");
-  const getConnInfo = options.getConnInfo;
+export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>): MiddlewareHandler<E & RateLimitEnv> & RateLimitHandle {
+  // Its callbacks get this app's contexts, which are Context<E>; the accessors read only what every context has.
+  const limiter = createHttpRateLimiter(options as unknown as HonoRateLimitOptions, ACCESS, "getConnInfo");
+  const getConnInfo = (options as unknown as HonoRateLimitOptions).getConnInfo;
   const socketIp = getConnInfo === undefined ? nodeSocketIp : (c: Context) => getConnInfo(c).remote.address;
   return withHandle<MiddlewareHandler<E & RateLimitEnv>>(async function floodgateRateLimit(c, next) {
     const peer = socketIp(c);

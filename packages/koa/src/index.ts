@@ -6,17 +6,42 @@
 import {
   createHttpRateLimiter,
   type HttpRateLimitOptions,
+  rateLimitError,
   type RateLimitHandle,
+  type RateLimitInfo,
   type RequestAccess,
   settleOnClose,
   targetPath,
   Warnings,
   withHandle,
 } from "@floodgate/core/http";
-import type { Context, Middleware, Next } from "koa";
+import type { Context, DefaultContext, DefaultState, Middleware, Next, ParameterizedContext } from "koa";
 
-/** Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw`. */
-export type KoaRateLimitOptions = HttpRateLimitOptions<Context>;
+/**
+ * The state the middleware sets: `ctx.state.rateLimit` is Floodgate's decision (absent when the
+ * request was skipped or allow-listed). Declare it on the app to read it without a cast:
+ * `const app = new Koa<RateLimitState>()` (or `new Koa<RateLimitState & YourState>()`).
+ */
+export interface RateLimitState {
+  /** Floodgate's decision for this request; absent when it was skipped or allow-listed. */
+  rateLimit?: RateLimitInfo;
+}
+
+/**
+ * Options of {@link rateLimit}: the shared HTTP options, with the Koa context as `raw` (typed
+ * with the app's own state and context when given: `rateLimit<AppState>({ key: (req) => req.raw.state.user?.id })`).
+ */
+export interface KoaRateLimitOptions<State = DefaultState, Custom = DefaultContext>
+  extends HttpRateLimitOptions<ParameterizedContext<State, Custom>> {
+  /**
+   * Instead of answering a limited request itself, throw it with `ctx.throw(429, message)` (the
+   * `statusCode`, and `message` when it is a string) for the app's error middleware to render;
+   * every rate-limit header and Retry-After is already set on `ctx` and in the error's
+   * `headers`, and the error carries the decision as `rateLimit`. A `denyList` refusal throws 403.
+   * Default `false`.
+   */
+  throw?: boolean;
+}
 
 const ACCESS: RequestAccess<Context> = {
   method: (ctx) => ctx.method,
@@ -49,45 +74,58 @@ function routersSensitive(ctx: Context): boolean | undefined {
 
 /**
  * Rate-limiting middleware for Koa. Options are validated here, once; the decision is readable
- * as `ctx.state.rateLimit`.
+ * as `ctx.state.rateLimit` (typed when the app is `new Koa<RateLimitState>()`).
  *
  * @example
  * app.use(rateLimit({ policy: slidingWindow({ limit: 100, window: "1m" }) }));
  */
-export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitHandle {
-  const limiter = createHttpRateLimiter(options, ACCESS);
+export function rateLimit<State = DefaultState, Custom = DefaultContext>(
+  options: KoaRateLimitOptions<State, Custom>,
+): Middleware<State & RateLimitState, Custom> & RateLimitHandle {
+  // The contexts this middleware gets are Koa contexts of that app; its accessors read only what every context has.
+  const limiter = createHttpRateLimiter(options as KoaRateLimitOptions, ACCESS, { throw: "boolean" });
+  const throwing = options.throw === true;
   const userTrust = options?.trustProxy !== undefined;
   const warnings = new Warnings(options.warnings, options.logger ?? console);
-  return withHandle(async function floodgateRateLimit(ctx: Context, next: Next): Promise<void> {
-    // With no trustProxy option, Koa's own `app.proxy` setting decides (through `ctx.ip`).
-    const appTrust = !userTrust && ctx.app.proxy;
-    // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
-    if (appTrust && !(ctx.app.maxIpsCount > 0)) warnings.emit("trustProxyTrue", "app.proxy is true with no app.maxIpsCount");
-    const peer = appTrust ? ctx.ip : ctx.req.socket.remoteAddress;
-    // The client left while earlier middleware ran, and took its address with it: no one will read
-    // the answer, and counting it under the key every address-less request shares would spend
-    // their quota. Neither the downstream middleware runs nor anything is charged.
-    if (!peer && ctx.req.socket.destroyed) return;
-    const result = await limiter.decideRequest(ctx, peer, appTrust);
-    if (result === undefined) return next();
-    ctx.state.rateLimit = result.info;
-    if (!result.allowed) {
-      const denied = result.response!;
-      ctx.status = denied.status;
-      for (let i = 0; i < denied.headers.length; i += 2) ctx.set(denied.headers[i]!, denied.headers[i + 1]!);
-      // A null body would make Koa answer 204: an empty one keeps the status, without a type of its own.
-      const typed = ctx.res.hasHeader("Content-Type");
-      ctx.body = denied.body ?? "";
-      if (!typed) ctx.remove("Content-Type");
-      return;
-    }
-    const headers = result.headers;
-    // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
-    const res = ctx.res;
-    for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
-    settleOnClose(result, res);
-    await next();
-  }, limiter);
+  return withHandle(
+    async function floodgateRateLimit(ctx: ParameterizedContext<State & RateLimitState, Custom>, next: Next): Promise<void> {
+      // With no trustProxy option, Koa's own `app.proxy` setting decides (through `ctx.ip`).
+      const appTrust = !userTrust && ctx.app.proxy;
+      // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
+      if (appTrust && !(ctx.app.maxIpsCount > 0)) warnings.emit("trustProxyTrue", "app.proxy is true with no app.maxIpsCount");
+      const peer = appTrust ? ctx.ip : ctx.req.socket.remoteAddress;
+      // The client left while earlier middleware ran, and took its address with it: no one will read
+      // the answer, and counting it under the key every address-less request shares would spend
+      // their quota. Neither the downstream middleware runs nor anything is charged.
+      if (!peer && ctx.req.socket.destroyed) return;
+      const result = await limiter.decideRequest(ctx as unknown as Context, peer, appTrust);
+      if (result === undefined) return next();
+      ctx.state.rateLimit = result.info;
+      if (!result.allowed) {
+        const denied = result.response!;
+        if (throwing) {
+          const error = rateLimitError(result, options.message);
+          for (const name in error.headers) ctx.set(name, error.headers[name]!);
+          // Koa's default error handler clears the response's headers, then sets `err.headers`.
+          ctx.throw(error.status, error.message, { headers: error.headers, rateLimit: error.rateLimit });
+        }
+        ctx.status = denied.status;
+        for (let i = 0; i < denied.headers.length; i += 2) ctx.set(denied.headers[i]!, denied.headers[i + 1]!);
+        // A null body would make Koa answer 204: an empty one keeps the status, without a type of its own.
+        const typed = ctx.res.hasHeader("Content-Type");
+        ctx.body = denied.body ?? "";
+        if (!typed) ctx.remove("Content-Type");
+        return;
+      }
+      const headers = result.headers;
+      // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
+      const res = ctx.res;
+      for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
+      settleOnClose(result, res);
+      await next();
+    },
+    limiter,
+  );
 }
 
-export type { HandleOptions, RateLimitHandle, RateLimitInfo } from "@floodgate/core/http";
+export type { HandleOptions, RateLimitError, RateLimitHandle, RateLimitInfo } from "@floodgate/core/http";

@@ -1,10 +1,31 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import type { HttpRateLimitOptions, RequestAccess } from "./options.ts";
 import { createHttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
-import type { RateLimitResult } from "./result.ts";
+import type { RateLimitInfo, RateLimitResult } from "./result.ts";
 
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
 export type FetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Response | Promise<Response>;
+
+/** What {@link withRateLimit} returns: the handler's signature, always answering with a promise. */
+export type RateLimitedFetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Promise<Response>;
+
+/** The decision of each request `withRateLimit` passed on, for {@link getRateLimit}. */
+const DECISIONS = new WeakMap<Request, RateLimitInfo>();
+
+/**
+ * The rate-limit decision for `request`, inside a handler wrapped by {@link withRateLimit}:
+ * `limit`, `remaining`, `resetAt`, `key`, `rule`, `source`...; `undefined` when the request was
+ * not limited (skipped, allow-listed, no rule applies, cost 0) or is not one the wrapper passed on.
+ *
+ * @example
+ * const handler = withRateLimit((request) => {
+ *   const rateLimit = getRateLimit(request);
+ *   return Response.json({ remaining: rateLimit?.remaining });
+ * }, { policy: slidingWindow({ limit: 100, window: "1m" }) });
+ */
+export function getRateLimit(request: Request): RateLimitInfo | undefined {
+  return DECISIONS.get(request);
+}
 
 /** Options of {@link withRateLimit}. */
 export interface WithRateLimitOptions<Rest extends unknown[] = unknown[]> extends HttpRateLimitOptions<Request> {
@@ -107,7 +128,9 @@ export function toFetchResponse(result: RateLimitResult): Response {
 
 /**
  * Wraps a fetch handler with rate limiting: limited requests get a 429 without reaching it;
- * others get rate-limit headers on its response. Options are validated once, here.
+ * others get rate-limit headers on its response, and the handler reads the decision with
+ * {@link getRateLimit}`(request)`. Always answers with a promise, whatever the handler returns.
+ * Options are validated once, here.
  *
  * @param handler - `(request, ...rest) => Response | Promise<Response>`
  * @param options - as the middlewares' options, plus `getClientIp`
@@ -120,7 +143,7 @@ export function toFetchResponse(result: RateLimitResult): Response {
 export function withRateLimit<Rest extends unknown[]>(
   handler: FetchHandler<Rest>,
   options: WithRateLimitOptions<Rest>,
-): FetchHandler<Rest> & RateLimitHandle {
+): RateLimitedFetchHandler<Rest> & RateLimitHandle {
   if (typeof handler !== "function") {
     // At construction (hence INVALID_OPTION), not a TypeError on every request.
     throw new FloodgateError(
@@ -136,6 +159,7 @@ export function withRateLimit<Rest extends unknown[]>(
     const result = await limiter.decideRequest(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);
     if (!result.allowed) return toFetchResponse(result);
+    DECISIONS.set(request, result.info);
     let response: Response;
     try {
       response = await handler(request, ...args);

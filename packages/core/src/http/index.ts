@@ -7,6 +7,7 @@
  */
 export { createHttpRateLimiter, type HandleOptions, type HttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
 export type {
+  AdapterOptions,
   CostFunction,
   HandlerResponse,
   HttpRateLimitOptions,
@@ -18,9 +19,10 @@ export type {
   RuleOptions,
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
-export type { PreparedResponse } from "./response.ts";
+export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
 export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-guard.ts";
-export { toFetchResponse } from "./fetch.ts";
+export { getRateLimit, toFetchResponse } from "./fetch.ts";
+export { ipKey, type IpKeyOptions } from "./ip-key.ts";
 export { type NodeResponseLike, settleOnClose } from "./node-response.ts";
 export { targetPath } from "./rules.ts";
 export { DEFAULT_HEADER_FORMATS, HEADER_NAMES, type HeaderFormat } from "./headers.ts";

@@ -1,4 +1,5 @@
 import type { FloodgateError } from "../errors.ts";
+import { FOREIGN_OPTIONS } from "../foreign-options.ts";
 import type { RateLimiter } from "../limiter.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
 import type { RateLimitStore } from "../stores/store.ts";
@@ -132,6 +133,11 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   skip?: (req: RateLimitRequest<Raw>) => MaybePromise<boolean>;
   /** IPs, CIDR ranges or keys that are never limited. */
   allowList?: readonly string[];
+  /**
+   * IPs, CIDR ranges or keys that are refused: answered 403 before anything is counted (an
+   * address before `skip`, a key as soon as it is known); `denyList` wins over `allowList`.
+   */
+  denyList?: readonly string[];
   /** Which proxies to trust for the client IP (default `false`: the socket address). */
   trustProxy?: TrustProxy;
   /** The header a proxy chain is read from (default `"x-forwarded-for"`). */
@@ -212,6 +218,13 @@ function specs(): OptionSpecs {
   const isFormat = oneOf(FORMATS);
   const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) });
   const bool: OptionSpec = [isBoolean, "a boolean"];
+  // An address with a bad prefix length ("10.0.0.0/33", "10.0.0.0/8x") is a mistake, not a key that never matches.
+  const ADDRESS_LIST: OptionSpec = [
+    arrayOf((v) =>
+      isString(v) && v !== "" && (parseRange(v as string) !== undefined || parseIp((v as string).split("/")[0]!) === undefined)
+    ),
+    "an array of IP addresses, CIDR ranges or keys (an address with a prefix length must be a valid CIDR range, such as 10.0.0.0/8)",
+  ];
   return optionSpecs = {
     limiter: [isLimiter, "a limiter from createRateLimiter()"],
     store: [isStore, STORE_ACCEPTED],
@@ -225,13 +238,8 @@ function specs(): OptionSpecs {
     key: FUNCTION,
     cost: [isCost, "a whole number >= 0, or a function returning one"],
     skip: FUNCTION,
-    // An address with a bad prefix length ("10.0.0.0/33", "10.0.0.0/8x") is a mistake, not a key that never matches.
-    allowList: [
-      arrayOf((v) =>
-        isString(v) && v !== "" && (parseRange(v as string) !== undefined || parseIp((v as string).split("/")[0]!) === undefined)
-      ),
-      "an array of IP addresses, CIDR ranges or keys (an address with a prefix length must be a valid CIDR range, such as 10.0.0.0/8)",
-    ],
+    allowList: ADDRESS_LIST,
+    denyList: ADDRESS_LIST,
     trustProxy: trustProxySpec(),
     proxyHeader: choice("x-forwarded-for", "forwarded"),
     ipv6Subnet: range("a prefix length", 1, 128),
@@ -272,15 +280,24 @@ export const invalidHttpOption = (option: string, value: unknown, expected: stri
   invalidOption(WHERE, option, value, expected);
 
 /**
- * Validates `options` once, at construction, and returns the options given. `adapterFunction`
- * names an adapter's own function-valued option (Hono's `getConnInfo`), checked with the others.
+ * An adapter's own options, checked with the shared ones: a name of a function-valued option
+ * (Hono's `getConnInfo`), or names mapped to what each takes (Koa's `{ throw: "boolean" }`).
  */
-export function parseHttpOptions<Raw>(options: HttpRateLimitOptions<Raw>, adapterFunction: string | undefined): HttpRateLimitOptions<Raw> {
-  const o = parseOptions<HttpRateLimitOptions<Raw>>(
-    options,
-    WHERE,
-    adapterFunction ? { ...specs(), [adapterFunction]: FUNCTION } : specs(),
-  );
+export type AdapterOptions = string | Readonly<Record<string, "function" | "boolean">>;
+
+/** Validates `options` once, at construction, and returns the options given, with the adapter's own (see {@link AdapterOptions}). */
+export function parseHttpOptions<Raw>(
+  options: HttpRateLimitOptions<Raw>,
+  adapterOptions: AdapterOptions | undefined,
+): HttpRateLimitOptions<Raw> {
+  let all = specs();
+  if (adapterOptions !== undefined) {
+    const own = typeof adapterOptions === "string" ? { [adapterOptions]: "function" as const } : adapterOptions;
+    const withOwn: Record<string, OptionSpec> = { ...all };
+    for (const name in own) withOwn[name] = own[name] === "function" ? FUNCTION : [isBoolean, "a boolean"];
+    all = withOwn;
+  }
+  const o = parseOptions<HttpRateLimitOptions<Raw>>(options, WHERE, all, FOREIGN_OPTIONS);
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalidHttpOption(
       "limiter",

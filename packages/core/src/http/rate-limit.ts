@@ -7,6 +7,7 @@ import { RETRY_AFTER } from "./headers.ts";
 import { hookCaller } from "./hooks.ts";
 import { formatIp, groupIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
 import {
+  type AdapterOptions,
   headerFormats,
   type HttpRateLimitOptions,
   type MaybePromise,
@@ -15,7 +16,7 @@ import {
   type RequestAccess,
   WHERE,
 } from "./options.ts";
-import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
+import { createResponder, DENIED_RESPONSE, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { type BoundLimiter, type CompiledRule, compileRules } from "./rules.ts";
 import type { Decision, RateLimiter } from "../limiter.ts";
@@ -146,21 +147,23 @@ export function fitKey(key: string): string {
  *   method: (r: Request) => r.method, path: (r) => new URL(r.url).pathname, header: (r, n) => r.headers.get(n) ?? undefined,
  * });
  * const result = await http.decideRequest(request, "203.0.113.7");
- * @param adapterFunction - the name of an adapter's own function-valued option (Hono's
- *   `getConnInfo`), validated here with the others; the adapter reads it from `options`.
+ * @param adapterOptions - an adapter's own options, validated here with the others: the name of
+ *   a function-valued one (Hono's `getConnInfo`), or names mapped to `"function"` or `"boolean"`
+ *   (Koa's `{ throw: "boolean" }`); the adapter reads them from `options`.
  */
 export function createHttpRateLimiter<Raw>(
   options: HttpRateLimitOptions<Raw>,
   access: RequestAccess<Raw>,
-  adapterFunction?: string,
+  adapterOptions?: AdapterOptions,
 ): HttpRateLimiter<Raw> {
-  const o = parseHttpOptions(options, adapterFunction);
+  const o = parseHttpOptions(options, adapterOptions);
   const warnings = new Warnings(o.warnings, o.logger ?? console);
   const clock = o.clock ?? Date.now;
   const ipv6Subnet = o.ipv6Subnet ?? 64;
   const trustProxy = o.trustProxy ?? false;
   const resolveIp = createClientIpResolver(trustProxy, o.proxyHeader ?? "x-forwarded-for", warnings);
   if (trustProxy === true) warnings.emit("trustProxyTrue");
+  if (o.proxyHeader !== undefined && trustProxy === false) warnings.emit("proxyHeaderIgnored");
   if (requestsServed && ++createdWhileServing === PER_REQUEST_THRESHOLD) warnings.emit("limiterPerRequest");
 
   const callHook = hookCaller(warnings);
@@ -187,6 +190,19 @@ export function createHttpRateLimiter<Raw>(
     if (status <= 0) return false;
     if (succeeded === undefined) return status < 400;
     return callHook("requestWasSuccessful", succeeded, req, status) === true;
+  };
+  const denyIps: IpRange[] = [];
+  const denyKeys = new Set<string>();
+  for (const entry of o.denyList ?? []) {
+    const range = parseRange(entry);
+    if (range !== undefined) denyIps.push(range);
+    else denyKeys.add(entry);
+  }
+  /** A request the deny list refuses: 403, nothing counted, no rate-limit headers; seen by `onDecision`. */
+  const refuse = (req: RequestView<Raw>, key: string, rule: string): RateLimitResult => {
+    const info = new RequestRateLimitInfo({ decision: undefined, source: "denyList", storeError: undefined, atMs: clock() }, key, rule, 0);
+    callHook("onDecision", o.onDecision, info, req);
+    return new RateLimitResult(info, [], DENIED_RESPONSE, undefined);
   };
   const refundWhen = o.skipSuccessfulRequests || o.skipFailedRequests
     ? (req: RateLimitRequest<Raw>, status: number): boolean =>
@@ -270,6 +286,11 @@ export function createHttpRateLimiter<Raw>(
       const client = clientOf(raw, peerIp, ipResolved);
       const req = new RequestView(raw, method, path, client === undefined ? undefined : formatIp(client), access);
 
+      if (client !== undefined && denyIps.length > 0) {
+        for (const range of denyIps) {
+          if (inRange(client, range)) return refuse(req, groupIp(client, ipv6Subnet), rules.match(method, path)?.name ?? "default");
+        }
+      }
       if (o.skip !== undefined) {
         const skipped = o.skip(req);
         if (isThenable(skipped) ? await skipped : skipped) return undefined;
@@ -300,6 +321,7 @@ export function createHttpRateLimiter<Raw>(
       const key = givenKey === undefined || givenKey === ""
         ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
         : fitKey(givenKey);
+      if (denyKeys.has(key)) return refuse(req, key, rule.name);
       if (allowKeys.has(key)) return undefined;
 
       const returnedCost = typeof rule.cost === "number" ? rule.cost : called("cost", rule.cost, req);

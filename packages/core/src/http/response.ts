@@ -2,7 +2,7 @@ import type { Decision } from "../limiter.ts";
 import type { Policy } from "../policies.ts";
 import { retryAfterSeconds } from "./headers.ts";
 import type { HttpRateLimitOptions, MaybePromise, RateLimitRequest } from "./options.ts";
-import type { RateLimitInfo } from "./result.ts";
+import type { RateLimitInfo, RateLimitResult } from "./result.ts";
 
 // The response to a limited request: the default JSON or problem+json (RFC 9457) body, or the
 // user's `handler`, with the rate-limit headers and Retry-After.
@@ -27,7 +27,15 @@ export type Responder<Raw> = (
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const TEXT_TYPE = "text/plain; charset=utf-8";
-const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After period.";
+/** The default body's message (and Koa's `throw: true` error message when `message` is not a string). */
+export const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After period.";
+
+/** The answer to a request the `denyList` refuses: 403, nothing counted, no rate-limit headers. */
+export const DENIED_RESPONSE: PreparedResponse = Object.freeze({
+  status: 403,
+  headers: Object.freeze(["Content-Type", JSON_TYPE]),
+  body: '{"error":{"code":"FORBIDDEN","message":"Access denied."}}',
+});
 
 /**
  * Whole seconds a limited client should wait: the decision's, or, for a "deny" after a store
@@ -77,4 +85,35 @@ export function createResponder<Raw>(o: HttpRateLimitOptions<Raw>): Responder<Ra
     headers: [...headers, "Content-Type", contentType],
     body: `${head}${retryAfter}${tail}`,
   });
+}
+
+/**
+ * A limited (or `denyList`-refused) request as an error for the framework's error handling to
+ * render (Koa's `throw: true`): its status, a message, every response header but Content-Type
+ * (the rate-limit headers and Retry-After), and the decision.
+ */
+export interface RateLimitError {
+  /** 429 (or `statusCode`); 403 for a `denyList` refusal. */
+  readonly status: number;
+  /** `message` when it is a string, else the default body's message; "Access denied." for a refusal. */
+  readonly message: string;
+  /** The headers to send with whatever the error handler renders. */
+  readonly headers: Record<string, string>;
+  /** Floodgate's decision. */
+  readonly rateLimit: RateLimitInfo;
+}
+
+/** The error an adapter throws for a request `result` did not allow (see {@link RateLimitError}). */
+export function rateLimitError(result: RateLimitResult, message: HttpRateLimitOptions["message"]): RateLimitError {
+  const denied = result.response!;
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < denied.headers.length; i += 2) {
+    if (denied.headers[i]!.toLowerCase() !== "content-type") headers[denied.headers[i]!] = denied.headers[i + 1]!;
+  }
+  const text = denied.status === 403 && result.info.source === "denyList"
+    ? "Access denied."
+    : typeof message === "string"
+    ? message
+    : DEFAULT_MESSAGE;
+  return { status: denied.status, message: text, headers, rateLimit: result.info };
 }

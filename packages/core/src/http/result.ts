@@ -9,14 +9,14 @@ import type { DecisionSource, StoreOutcome } from "./store-guard.ts";
  * limiter's figures (a `limit` of 0 when no limiter decided: the store-error policy did) and where
  * they came from.
  */
-export interface RateLimitInfo extends Decision {
+export interface RateLimitInfo extends Omit<Decision, "source"> {
   /** The key counted (with the rule's own namespace in the store). */
   readonly key: string;
   /** The matched rule's pattern, or `"default"`. */
   readonly rule: string;
   /** The units this request was charged (or would have been, when denied): the rule's `cost`, default 1. */
   readonly cost: number;
-  /** Where the decision came from: the store, the local fallback limiter, or the store-error policy. */
+  /** Where the decision came from: the store's backend or its deny cache, the local fallback limiter, or the store-error policy. */
   readonly source: DecisionSource;
   /** The store failure behind a `fallback`, `allow` or `deny` decision. */
   readonly storeError: FloodgateError | undefined;

@@ -33,7 +33,17 @@ export interface RoutePattern {
   readonly rank: readonly number[];
 }
 
-const METHOD = /^[A-Za-z]+$|^\*$/;
+/**
+ * The methods a rule may name: RFC 9110's, PATCH, QUERY and the WebDAV and other methods Node's
+ * HTTP parser accepts (and so Express and Koa route). A misspelt one (`"GETT"`) would match no
+ * request, leaving its route uncounted.
+ */
+const METHODS = new Set(
+  ("GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH QUERY ACL BIND CHECKOUT COPY LINK LOCK M-SEARCH MERGE MKACTIVITY " +
+    "MKCALENDAR MKCOL MOVE NOTIFY PROPFIND PROPPATCH PURGE REBIND REPORT SEARCH SOURCE SUBSCRIBE UNBIND UNLINK UNLOCK UNSUBSCRIBE").split(
+      " ",
+    ),
+);
 const SEGMENT = /^(?:\*|:[A-Za-z_][A-Za-z0-9_]*|[^*:/{}]+)$/;
 
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
@@ -94,7 +104,9 @@ export function compilePattern(source: string, caseSensitive: boolean): RoutePat
         JSON.stringify(source)
       }: ${why}; expected "METHOD /path" (or "/path" for any method) where a segment is literal text (without *, :, { or }), ":name" or "*", or "default".`,
     );
-  if (!METHOD.test(methodText)) throw invalid(`method ${JSON.stringify(methodText)} is not a method name or *`);
+  if (methodText !== "*" && !METHODS.has(methodText.toUpperCase())) {
+    throw invalid(`method ${JSON.stringify(methodText)} is not an HTTP method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS...) or *`);
+  }
   if (pathText[0] !== "/") throw invalid("the path must start with /");
   // Normalised, the path has no empty segment (the root has none at all).
   const path = normalizePath(pathText, true);

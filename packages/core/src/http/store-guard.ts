@@ -8,7 +8,7 @@ import {
   type ResilientStoreOptions,
   toStoreError,
 } from "../stores/resilient-store.ts";
-import { isThenable, type RateLimitStore } from "../stores/store.ts";
+import { isThenable, type RateLimitStore, type StoreSource } from "../stores/store.ts";
 import type { HookCaller } from "./hooks.ts";
 import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
 
@@ -22,8 +22,12 @@ export type StoreErrorAction = "allow" | "deny" | "fallback";
 export type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
 export { errorText, toStoreError } from "../stores/resilient-store.ts";
 
-/** Where a request's decision came from: the store, the local fallback limiter, or the store-error policy. */
-export type DecisionSource = "store" | "fallback" | "allow" | "deny";
+/**
+ * Where a request's decision came from: the store (`"store"`: its backend; `"cache"`: its local
+ * deny cache, see {@link StoreSource}), the local fallback limiter, the store-error policy
+ * (`"allow"`, `"deny"`), or the `denyList` (refused before anything was counted).
+ */
+export type DecisionSource = StoreSource | "fallback" | "allow" | "deny" | "denyList";
 
 /** A store call's outcome, whichever way it went. */
 export interface StoreOutcome {
@@ -118,9 +122,9 @@ export class GuardedLimiter {
     } catch (thrown) {
       return this.#failed(key, cost, req, thrown);
     }
-    if (!isThenable(pending)) return { decision: pending, source: "store", storeError: undefined, atMs: policy.clock() };
+    if (!isThenable(pending)) return { decision: pending, source: pending.source, storeError: undefined, atMs: policy.clock() };
     return pending.then(
-      (decision): StoreOutcome => ({ decision, source: "store", storeError: undefined, atMs: policy.clock() }),
+      (decision): StoreOutcome => ({ decision, source: decision.source, storeError: undefined, atMs: policy.clock() }),
       (thrown) => this.#failed(key, cost, req, thrown),
     );
   }

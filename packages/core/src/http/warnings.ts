@@ -29,6 +29,9 @@ export const WARNINGS = {
   /** A request has no client address, so such requests share one key. */
   noClientIp:
     "A request has no client address, so all such requests share one key and one limit. Pass the address to Floodgate: set trustProxy if a proxy puts it in a header, getClientIp for withRateLimit, or getConnInfo for the Hono middleware; or give a key function that does not depend on the address.",
+  /** `proxyHeader` was given, but no trusted proxy is configured, so no header is read at all. */
+  proxyHeaderIgnored:
+    "proxyHeader is set, but trustProxy is not, so Floodgate reads no proxy header at all and keys requests by the socket address (Express and Koa: by req.ip / ctx.ip, which follow the app's own \"trust proxy\" / app.proxy setting and read only X-Forwarded-For). Set trustProxy (the number of proxy hops, the proxies' addresses or CIDR ranges, or a preset) for proxyHeader to take effect, or remove proxyHeader.",
   /** Many limiters were created while serving requests (one per request limits nothing). */
   limiterPerRequest:
     "Many rate limiters were created while requests were being served: a limiter created per request starts from zero each time and limits nothing. Create the middleware once, at startup, and reuse it for every request.",

@@ -36,6 +36,30 @@ export interface CallSignal {
 export type StoreResult = readonly number[];
 
 /**
+ * Where a store's answer came from: `"store"`, its backend (the Redis server, the memory store's
+ * own state); `"cache"`, state the store keeps locally in front of its backend (a Redis store's
+ * deny cache answered a known denial with no round trip). Read as {@link Decision.source}.
+ */
+export type StoreSource = "store" | "cache";
+
+/** A {@link StoreResult} that a store answered from local state rather than its backend: it names that source. */
+export interface LocalStoreResult extends ReadonlyArray<number> {
+  /** Which local state answered (never `"store"`: a result without `source` came from the backend). */
+  readonly source: Exclude<StoreSource, "store">;
+}
+
+/**
+ * Marks `result` as answered by the store's local state `source` (a deny cache's hit), for the
+ * limiter to report as {@link Decision.source}; a result not marked is the backend's.
+ */
+export function answeredLocally(result: number[], source: LocalStoreResult["source"]): LocalStoreResult {
+  return Object.assign(result, { source });
+}
+
+/** The source of a store's answer: the one it was marked with by {@link answeredLocally}, else `"store"`. */
+export const sourceOf = (result: StoreResult): StoreSource => (result as Partial<LocalStoreResult>).source ?? "store";
+
+/**
  * The one store contract. A store evaluates every policy of a set for one key in ONE atomic step:
  * when all admit `cost`, all are charged; when any denies, none is. Implementations: the memory
  * store, the Upstash (HTTP) store and the TCP Redis store, all held to one contract test suite;

@@ -1,5 +1,5 @@
 import { FIELDS_PER_POLICY, NEVER } from "../../algorithms/algorithm.ts";
-import type { StoreResult } from "../store.ts";
+import { answeredLocally, type StoreResult } from "../store.ts";
 
 interface Denial {
   /** The policy set the denial was computed for. */
@@ -75,7 +75,7 @@ export class DenyCache {
     // it: the store decides. Certain only when the cost exceeds a limit (that policy binds, never).
     if (cost > entry.cost && !never) return undefined;
     out[0] = 0;
-    return out;
+    return answeredLocally(out, "cache");
   }
 
   /** Records a denial of `cost` sent at `sentAt`. */

@@ -1,0 +1,41 @@
+// Hono: key(req), cost(req), skip(req) see the app's own Env; c.get("rateLimit") is typed after the middleware.
+import { fixedWindow, type RateLimitInfo } from "@floodgate/core";
+import { type HonoRateLimitOptions, rateLimit, type RateLimitEnv } from "@floodgate/hono";
+import { Hono } from "hono";
+
+type AppEnv = { Variables: { user: { id: string; plan: "free" | "pro" } | undefined } };
+const policy = fixedWindow({ limit: 10, window: "1m" });
+
+// Chained after the middleware, routes see its variable as well as the app's.
+new Hono<AppEnv>().use(
+  rateLimit<AppEnv>({
+    policy,
+    key: (req) => req.raw.get("user")?.id,
+    cost: (req) => (req.raw.get("user")?.plan === "pro" ? 1 : 2),
+    skip: (req) => req.raw.get("user")?.plan === "pro" && req.path === "/health",
+    // @ts-expect-error the app's variables are typed: there is no "account"
+    onLimited: (_info, req) => req.raw.get("account"),
+  }),
+).get("/", (c) => {
+  const info: RateLimitInfo | undefined = c.get("rateLimit");
+  return c.json({ remaining: info?.remaining, source: info?.source });
+});
+
+// Declared on the app instead: the middleware's variable is typed in every route.
+const declared = new Hono<RateLimitEnv>();
+declared.get("/", (c) => c.text(String(c.get("rateLimit").limit)));
+
+// Options typed with the app's Env, given separately.
+const options: HonoRateLimitOptions<AppEnv> = { policy, key: (req) => req.raw.get("user")?.id };
+rateLimit(options);
+
+// Without the Env, the variables are unknown to the key function.
+// @ts-expect-error `user` is not a variable of the default Env
+rateLimit({ policy, key: (req) => req.raw.get("user").id });
+
+// @ts-expect-error a key function returns a string or undefined
+rateLimit<AppEnv>({ policy, key: (req) => req.raw.get("user") });
+
+// @ts-expect-error source is one of the known sources
+const wrong: RateLimitInfo["source"] = "redis";
+void wrong;
