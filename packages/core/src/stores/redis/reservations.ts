@@ -9,8 +9,9 @@ import { dispatch, type LuaScript, prelude } from "./lua.ts";
  *   reserve   ARGV[1] the estimate; per policy p, from ARGV[p * 3 - 1]: kind letter, limit,
  *             parameter; then now in µs ("" for the server's clock); then the ttl in ms.
  *             Admitted: every policy charged (each kind's commit) and the ledger key written as
- *             "estimate:mark1:mark2..." with PX ttl (no ledger key without a TTL). Answer: the
- *             consume script's (figures, then the marks of an admission).
+ *             "expiresAtUs:estimate:mark1:mark2..." with PX ttl (no ledger key without a TTL).
+ *             The expiry is on the script's clock, so a ledger read on injected time expires as
+ *             the memory store's does. Answer: the consume script's (figures, then the marks).
  *   settle    ARGV[1] the actual cost; the same per-policy triples; now ("" for the server's
  *             clock). Reads and deletes the ledger key: none (settled, cancelled, expired)
  *             answers 0 and changes nothing; else each kind's settle fragment runs with est,
@@ -30,10 +31,10 @@ ${POLICY("n")}${dispatch("eval")}if not ok then out[1] = 0 end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 if out[1] == 1 and charge then
-local rec = {fmt("%d", cost)}
+local rec = {fmt("%d", now + ARGV[#KEYS * 3] * 1000), fmt("%d", cost)}
 for p = 1, n do
 ${POLICY("n")}a, b, c, d, e = h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4]
-${dispatch("commit")}rec[p + 1] = fmt("%d", out[j])
+${dispatch("commit")}rec[p + 2] = fmt("%d", out[j])
 end
 redis.call("SET", KEYS[n + 1], table.concat(rec, ":"), "PX", ARGV[#KEYS * 3])
 end
@@ -56,10 +57,10 @@ if type(rec) ~= "string" then return 0 end
 redis.call("DEL", KEYS[n + 1])
 local f = {}
 for v in string.gmatch(rec, "[^:]+") do f[#f + 1] = tonumber(v) end
-if #f ~= n + 1 then return 1 end
-local est, ok, a, b, c, d, e, cost = f[1]
+if #f ~= n + 2 or f[1] <= now then return 0 end
+local est, ok, a, b, c, d, e, cost = f[2]
 for p = 1, n do
-local k, x, m = KEYS[p], p * 3 - 1, f[p + 1]
+local k, x, m = KEYS[p], p * 3 - 1, f[p + 2]
 local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 ${dispatch("settle")}end
 return 1
@@ -71,8 +72,8 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "c77b734452e6ee1e26f4eeb6e2cb1881a7bb8d30",
-  settle: "f672769a1cc58eb6e92c2b32c173497fecb17ae2",
+  reserve: "50e76f9acb046e76732329b097a71a559197b0eb",
+  settle: "3b703fff92d9f8339ff1f512f1be6cca004ff27c",
 } as const;
 
 let scripts: { readonly reserve: LuaScript; readonly settle: LuaScript } | undefined;
