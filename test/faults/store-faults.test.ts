@@ -151,13 +151,18 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
   // replies lost; they may have run, and a client may re-send them), late refunds that failed,
   // and replies the proxy swallowed after the command ran.
   const proxy = await r.proxyCounts();
-  const accounting: Record<string, { held: number; storeAdmissions: number; unknownAtKill: number; lateRefundsFailed: number; lostAfterRun: number }> = {};
+  const accounting: Record<
+    string,
+    { held: number; storeAdmissions: number; unknownAtKill: number; lateRefundsFailed: number; lostAfterRun: number }
+  > = {};
   for (const store of STORES) {
     const apps = r.apps.filter((a) => a.store === store);
     let unknownAtKill = 0;
     const times = stats.consumeTimes![store]!;
     if (injected.killedAtMs !== undefined) {
-      for (let i = 0; i < times.length; i += 2) if (times[i]! <= injected.killedAtMs && times[i + 1]! >= injected.killedAtMs) unknownAtKill++;
+      for (let i = 0; i < times.length; i += 2) {
+        if (times[i]! <= injected.killedAtMs && times[i + 1]! >= injected.killedAtMs) unknownAtKill++;
+      }
     }
     accounting[store] = {
       held: apps.reduce((n, a) => n + stats.apps[a.name]!.held!, 0),
@@ -182,7 +187,9 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
     return [s, { calls, failures, timeouts, rejected, lateCharges, lateRefunds, lateRefundsFailed, maxInFlight }];
   }));
   figures.proxy = proxy;
-  figures.logged = stats.logged.map((l) => `${Math.round(Number(l.slice(0, l.indexOf(" "))) - injected.backAtMs)} ${l.slice(l.indexOf(" ") + 1, l.indexOf(" ") + 120)}`);
+  figures.logged = stats.logged.map((l) =>
+    `${Math.round(Number(l.slice(0, l.indexOf(" "))) - injected.backAtMs)} ${l.slice(l.indexOf(" ") + 1, l.indexOf(" ") + 120)}`
+  );
   console.log(`[faults] ${JSON.stringify(figures)}`);
 
   expect(r.child.exitCode, "the app process is alive").toBeNull();
@@ -198,7 +205,9 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
     expect(t.client.p99, `${label}: client p99 ≤ timeoutMs + 10 ms + the floor's p99 + the lag`).toBeLessThanOrEqual(t.client.bound);
   }
   for (const [store, ms] of Object.entries(recovery)) {
-    expect(ms, `${store}: every app decided by the store again within 2 s (+ the loop's lag) of its return`).toBeLessThanOrEqual(recoveryBound);
+    expect(ms, `${store}: every app decided by the store again within 2 s (+ the loop's lag) of its return`).toBeLessThanOrEqual(
+      recoveryBound,
+    );
   }
   for (const store of STORES) {
     const s = stats.stores[store]!;
@@ -215,7 +224,9 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
       expect(held!, `${app.name}: units held in Redis ≤ store admissions (+ ${unaccountable} counted)`).toBeLessThanOrEqual(
         storeAdmissions + unaccountable,
       );
-      if (injected.stateKept && unaccountable === 0) expect(held, `${app.name}: state kept: exactly the store admissions`).toBe(storeAdmissions);
+      if (injected.stateKept && unaccountable === 0) {
+        expect(held, `${app.name}: state kept: exactly the store admissions`).toBe(storeAdmissions);
+      }
     }
     expect(a.held, `${store}: units held ≤ store admissions + the counted unknowns`).toBeLessThanOrEqual(a.storeAdmissions + unaccountable);
   }

@@ -9,6 +9,8 @@
 export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
 export { type Duration, parseDuration } from "./duration.ts";
 export {
+  concurrency,
+  type ConcurrencyOptions,
   fixedWindow,
   isPolicy,
   type Policy,
@@ -38,7 +40,7 @@ export {
   type StoreLogger,
 } from "./stores/resilient-store.ts";
 export { type MemoryStore, memoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
-export { type EvaluateMode, evaluateState, type KeyState, type StateEvaluation } from "./stores/state.ts";
+export { type EvaluateMode, evaluateState, type KeyState, type ReservationArgs, type StateEvaluation } from "./stores/state.ts";
 export { type UpstashRedisLike, upstashStore, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
 export { type IORedisLike, type NodeRedisLike, redisStore, type RedisStoreOptions } from "./stores/redis/redis-store.ts";
 export type { RedisScriptStore, ScriptStoreOptions } from "./stores/redis/script-store.ts";
@@ -52,6 +54,7 @@ export {
   type RateLimiterOptions,
   type RefundOptions,
 } from "./limiter.ts";
+export type { Reservation, ReserveOptions, SettleOptions } from "./reservations.ts";
 export { type FetchHandler, getRateLimit, type RateLimitedFetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 export { ipKey, type IpKeyOptions } from "./http/ip-key.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.

@@ -67,6 +67,11 @@ export class RequestRateLimitInfo implements RateLimitInfo {
     return this.decision?.charge;
   }
 
+  /** What the limiter does after the decision (the decision's `pending`); resolved when there is none. */
+  get pending(): Promise<void> {
+    return this.decision?.pending ?? Promise.resolve();
+  }
+
   /** The figures, key, rule, cost and source (not the decision object or the store error). */
   toJSON(): object {
     const { decision: _d, storeError: _e, ...plain } = this;

@@ -39,7 +39,7 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  */
 
 /** Reads cost (refund: whether to refund it; charge: whether to consume it) and now (µs). */
-const prelude = (nowAt: string): string =>
+export const prelude = (nowAt: string): string =>
   `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
 local cost, now = ARGV[1] + 0, ARGV[${nowAt}]
 local refund, charge = cost < 0, cost > 0
@@ -90,7 +90,7 @@ return out
 }
 
 /** `if kind == "t" then <t's fragment> elseif ... end` over every kind, in the registry's order. */
-function dispatch(part: keyof LuaFragments): string {
+export function dispatch(part: keyof LuaFragments): string {
   const branches = POLICY_KINDS.map((kind) => `kind == "${ALGORITHMS[kind].lua.code}" then\n${ALGORITHMS[kind].lua.fragments[part]}`);
   return `if ${branches.join("elseif ")}end\n`;
 }
@@ -191,8 +191,9 @@ export const SCRIPT_SHA: Readonly<Record<ScriptName, string>> = {
   "fixed-window": "fe01adf0c698168ac63b0fb95d60209cba7efb2f",
   "sliding-window": "0aeb1e53617d7f08fb240587b41f2dc6694de95b",
   "sliding-log": "9fed396c98ed246bbe04db8f7279100a20eefb5b",
-  admin: "1f97170aa6a1e91396a82b40bf6fd7d31393fde9",
-  multi: "78eab52a6783908ae5207b9519ab27ad7699690a",
+  concurrency: "147d2640d7c2b5f0a101a26cfcf27c93ed5f9f97",
+  admin: "5f491871e65bcb82d66d299338f64b503af8f2d5",
+  multi: "62d03a5ce5d9e0bff99106dc1d6a66c74bf75820",
 };
 
 let scripts: Record<ScriptName, LuaScript> | undefined;
