@@ -1,5 +1,7 @@
 import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
+import { checkLeasable } from "./lease-rules.ts";
+import { DEFAULT_LEASE_MS, type LeasedDecider, leasedDecider } from "./leases.ts";
 import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions } from "./stores/resilient-store.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
@@ -47,6 +49,17 @@ export interface Decision {
    * denials and peeks. Opaque and JSON-serializable: keep it (or send it along) as it is.
    */
   readonly charge: Charge | undefined;
+  /**
+   * Where the decision came from, in leased mode (`mode: "leased"`): `"store"` (a store call),
+   * `"cache"` (the deny cache) or `"lease"` (this instance's lease, no store call). Not set in
+   * exact mode.
+   */
+  readonly source?: "store" | "cache" | "lease";
+  /**
+   * Leased mode: the background refresh of a lease this decision started, if any; on serverless
+   * runtimes hand it to `waitUntil`. It never rejects.
+   */
+  readonly pending?: Promise<void>;
 }
 
 /**
@@ -79,6 +92,19 @@ export interface RateLimiterOptions {
    * memory store (it answers synchronously and cannot hang) or to a store already wrapped.
    */
   resilience?: false | ResilientStoreOptions;
+  /**
+   * `"exact"` (default): one store call per decision. `"leased"`: an admitted request may also
+   * charge units in advance (a lease) that this instance then admits from with no store call,
+   * admitting nothing exact mode would refuse (docs/leases.md). Decided exactly all the same: a
+   * set with a sliding log, and stores without leases (the memory store).
+   */
+  mode?: "exact" | "leased";
+  /**
+   * Leased mode: the look-ahead and longest life of a lease, ms (default 5000). A token bucket
+   * keeps what it refills in this time in reserve; more than 25% of its capacity is refused
+   * (`LEASE_UNSUITABLE`).
+   */
+  leaseMs?: number;
 }
 
 /** Options of one `limit()` call. */
@@ -122,6 +148,13 @@ export interface RateLimiter {
   refund(key: string, options?: RefundOptions): Promise<void>;
   /** Clears exactly this key's state and nothing else. */
   reset(key: string): Promise<void>;
+  /**
+   * Leased mode: gives every lease this limiter holds back to the store (unspent units, into what
+   * they were charged in); call it before an instance goes away. Resolves at once in exact mode.
+   */
+  flush(): Promise<void>;
+  /** `"leased"` when decisions may be served from leases; else `"exact"`. */
+  readonly mode: "exact" | "leased";
   /** The policies this limiter checks, in the order they were given. */
   readonly policies: readonly Policy[];
   /** The store holding the state (the default memory store when none was given). */
@@ -141,6 +174,11 @@ const OPTIONS: OptionSpecs = {
     (v) => v === false || isRecord(v),
     "false, or the options of resilientStore() ({ timeoutMs?, circuitBreaker?, maxInFlight?, logger?, onFailure? })",
   ],
+  mode: [(v) => v === "exact" || v === "leased", '"exact" (default) or "leased"'],
+  leaseMs: [
+    (v) => typeof v === "number" && Number.isInteger(v) && v >= 100 && v <= 3_600_000,
+    "a whole number of ms from 100 to 3600000 (default 5000)",
+  ],
 };
 
 /** One wrapper per store for limiters that keep the default resilience: the bound and breaker are per store. */
@@ -156,7 +194,7 @@ function guardedStore(store: RateLimitStore, resilience: false | ResilientStoreO
 }
 
 /** What each limiter was made with, for a layer that rebuilds it over another store (the HTTP layer's own guard). */
-const MADE_WITH = new WeakMap<RateLimiter, { store: RateLimitStore; clock: () => number }>();
+const MADE_WITH = new WeakMap<RateLimiter, { store: RateLimitStore; clock: () => number; mode?: "leased"; leaseMs?: number }>();
 
 /**
  * The same limiter (policies, prefix, clock) over `store`, with no resilience of its own: for
@@ -171,6 +209,7 @@ export function rebindLimiter(limiter: RateLimiter, store: (bare: RateLimitStore
     clock: made.clock,
     store: store(made.store),
     resilience: false,
+    ...(made.mode === undefined ? {} : { mode: made.mode, leaseMs: made.leaseMs }),
   });
 }
 
@@ -216,9 +255,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // `null` options are no options, as `undefined` are (not a TypeError from reading `.cost`).
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
+  const leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
+  const leased: LeasedDecider | undefined =
+    o.mode === "leased" && checkLeasable("createRateLimiter()", policies, leaseMs) && typeof bare.lease === "function"
+      ? leasedDecider({ store, set, clock, ownsClock: bare.ownsClock === true, lifeMs: leaseMs, toDecision })
+      : undefined;
+
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
     checkKey(key);
     const cost = costOf(options);
+    if (leased !== undefined) return leased.decide(key, cost);
     return decide(store.consume(set, key, cost, clock()), cost);
   };
   const peekNow = (key: string): Decision | Promise<Decision> => {
@@ -230,12 +276,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     policies,
     store,
     prefix: set.prefix,
+    mode: leased === undefined ? "exact" : "leased",
     decide: decideNow,
+    flush: (): Promise<void> => (leased === undefined ? Promise.resolve() : leased.flush()),
     // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
     limit(key: string, options?: LimitOptions): Promise<Decision> {
       try {
         checkKey(key);
         const cost = costOf(options);
+        if (leased !== undefined) return Promise.resolve(leased.decide(key, cost));
         const result = store.consume(set, key, cost, clock());
         if (single === undefined || !Array.isArray(result)) return Promise.resolve(decide(result, cost));
         // The decision is made here, not through `toDecision`, and resolved at once: the
@@ -275,7 +324,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await store.reset(set, key);
     },
   });
-  MADE_WITH.set(limiter, { store: bare, clock });
+  MADE_WITH.set(limiter, o.mode === "leased" ? { store: bare, clock, mode: "leased", leaseMs } : { store: bare, clock });
   return limiter;
 }
 

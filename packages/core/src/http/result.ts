@@ -9,7 +9,7 @@ import type { DecisionSource, StoreOutcome } from "./store-guard.ts";
  * limiter's figures (a `limit` of 0 when no limiter decided: the store-error policy did) and where
  * they came from.
  */
-export interface RateLimitInfo extends Decision {
+export interface RateLimitInfo extends Omit<Decision, "source"> {
   /** The key counted (with the rule's own namespace in the store). */
   readonly key: string;
   /** The matched rule's pattern, or `"default"`. */
