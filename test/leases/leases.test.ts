@@ -12,12 +12,19 @@ import {
   slidingLog,
   slidingWindow,
   tokenBucket,
+  withRateLimit,
 } from "../../packages/core/src/index.ts";
+import { LEASE_SCRIPT_SHA, leaseLuaScript } from "../../packages/core/src/stores/redis/lease-lua.ts";
+import { createHash } from "node:crypto";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, type RedisHarness, upstashHarness } from "../redis/harness.ts";
 
 const HOUR = 3_600_000;
 const T0 = 1_700_002_800_000; // an hour boundary
+
+it("the lease script's precomputed SHA1 matches its source", () => {
+  expect(createHash("sha1").update(leaseLuaScript().source).digest("hex")).toBe(LEASE_SCRIPT_SHA);
+});
 
 describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as const)("leased mode on %s", (_name, make) => {
   let h: RedisHarness;
@@ -154,6 +161,39 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     let admitted = 0;
     for (let i = 0; i < 100; i++) if ((await limiter.limit("k")).allowed) admitted++;
     expect(admitted).toBe(80);
+  });
+
+  it('the middleware\'s `mode: "leased"`: decisions from leases, exact limit and reset headers, 429 only from the store', async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const store = h.store("local");
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: fixedWindow({ limit: 50, window: HOUR }),
+      store,
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
+    const statuses: number[] = [];
+    let lastRemaining = Infinity;
+    for (let i = 0; i < 70; i++) {
+      now += 1;
+      const r = await handler(new Request("http://localhost/"));
+      statuses.push(r.status);
+      expect(r.headers.get("x-ratelimit-limit")).toBe("50");
+      expect(Number(r.headers.get("x-ratelimit-reset"))).toBe(Math.ceil((T0 + HOUR) / 1000));
+      const remaining = Number(r.headers.get("x-ratelimit-remaining"));
+      if (r.status === 200) {
+        expect(remaining).toBeLessThanOrEqual(lastRemaining);
+        lastRemaining = remaining;
+        expect(r.headers.get("retry-after")).toBeNull();
+      } else expect(Number(r.headers.get("retry-after"))).toBe(Math.ceil((T0 + HOUR - now) / 1000));
+    }
+    const admitted = statuses.filter((s) => s === 200).length;
+    expect(admitted).toBeGreaterThan(40);
+    expect(admitted).toBeLessThanOrEqual(50);
   });
 
   it("the safety rules: a sliding log stays exact, a short token bucket is refused with LEASE_UNSUITABLE", () => {

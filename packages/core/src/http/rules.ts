@@ -198,6 +198,7 @@ function seenOf(limiter: RateLimiter): WeakSet<object> {
 /** Compiles `o.rules`, plus `o.limiter` or `o.policy` as the default rule when `rules` has none. */
 export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleContext): RuleSet<Raw> {
   const { caseSensitive, clock, formats, baseStore } = context;
+  const leaseOptions = o.mode === undefined ? {} : { mode: o.mode, ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }) };
   const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
   // Without an explicit `prefix`, the policies name the namespace (see namespace.ts).
   const ownNamespace = (prefix: string, policy: Policy | readonly Policy[]): string =>
@@ -218,6 +219,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
       // A long pattern would make a prefix the limiter refuses: the rule's position names it instead.
       prefix: ownPrefix.length <= 128 ? ownPrefix : ownNamespace(`${basePrefix}r${index}:`, r.policy!),
       clock,
+      ...leaseOptions,
     });
     claimNamespace(limiter.store, limiter.prefix, limiter.policies);
     return {
@@ -253,7 +255,13 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   // The default rule keeps the base prefix as is (no rule name in it).
   if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
     const limiter = o.limiter ??
-      createRateLimiter({ policy: o.policy!, store: baseStore, prefix: ownNamespace(o.prefix ?? "fg:", o.policy!), clock });
+      createRateLimiter({
+        policy: o.policy!,
+        store: baseStore,
+        prefix: ownNamespace(o.prefix ?? "fg:", o.policy!),
+        clock,
+        ...leaseOptions,
+      });
     defaultRule = compile("default", { limiter }, index);
   }
   if (defaultRule === undefined && patternRules.length === 0) {
