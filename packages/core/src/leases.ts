@@ -100,7 +100,9 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     const expired = !(clock() < lease.deadlineWall && (!ownsClock || monotonic() < lease.deadlineMono));
     if (!expired) k.multiplier = Math.min(MAX_MULTIPLIER, k.multiplier * 2);
     else if (lease.units * 2 > lease.granted) k.multiplier = Math.max(1, k.multiplier / 2);
-    if (lease.units > 0) k.returns.push({ id: lease.id, unspent: lease.units });
+    // Even a spent lease goes back (with nothing to give): its ledger record is then deleted, so
+    // records left in the store are exactly the leases never returned (those of dead instances).
+    k.returns.push({ id: lease.id, unspent: lease.units });
     lease.units = 0;
   };
 
@@ -278,7 +280,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
         all.push((async () => {
           while (k.inflight !== undefined) await k.inflight.then(() => undefined, () => undefined);
           for (const lease of [k.current, k.next]) {
-            if (lease !== undefined && lease.units > 0) k.returns.push({ id: lease.id, unspent: lease.units });
+            if (lease !== undefined) k.returns.push({ id: lease.id, unspent: lease.units });
             if (lease !== undefined) lease.units = 0;
           }
           k.current = k.next = undefined;
