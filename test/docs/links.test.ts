@@ -33,6 +33,7 @@ const ERROR_CODES: Record<FloodgateErrorCode, true> = {
   INVALID_ARGUMENT: true,
   STORE_ERROR: true,
   STORE_TIMEOUT: true,
+  LEASE_UNSUITABLE: true,
   STORE_UNAVAILABLE: true,
 };
 

@@ -114,7 +114,7 @@ for (const adapter of ADAPTERS) {
       const name = `${adapter.name} / ${store} / ${onStoreError}`;
       const prefix = `${runPrefix}${apps.length}:`;
       const c: AppCounts = {
-        bySource: { store: 0, fallback: 0, allow: 0, deny: 0, cache: 0, denyList: 0 },
+        bySource: { store: 0, fallback: 0, allow: 0, deny: 0, cache: 0, denyList: 0, lease: 0 },
         storeAdmissions: 0,
         lastNotStoreAt: 0,
         errors: 0,

@@ -4,7 +4,8 @@ export type FloodgateErrorCode =
   | "INVALID_ARGUMENT"
   | "STORE_ERROR"
   | "STORE_TIMEOUT"
-  | "STORE_UNAVAILABLE";
+  | "STORE_UNAVAILABLE"
+  | "LEASE_UNSUITABLE";
 
 /**
  * The one error class Floodgate throws. `code` is stable across versions; the message names

@@ -1,6 +1,8 @@
 import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
 import { FOREIGN_OPTIONS } from "./foreign-options.ts";
+import { checkLeasable } from "./lease-rules.ts";
+import { DEFAULT_LEASE_MS, type LeasedDecider, leasedDecider } from "./leases.ts";
 import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
@@ -64,14 +66,16 @@ export interface Decision {
   readonly charge: Charge | undefined;
   /**
    * Where the answer came from: `"store"`, the store's backend; `"cache"`, state the store keeps
-   * locally (a Redis store's deny cache answered a known denial with no round trip). For metrics:
-   * a denial from the cache cost no Redis call.
+   * locally (a Redis store's deny cache answered a known denial with no round trip); `"lease"`,
+   * this instance's lease in leased mode (`mode: "leased"`, no store call). For metrics: a
+   * denial from the cache and an admission from a lease cost no store call.
    */
-  readonly source: StoreSource;
+  readonly source: StoreSource | "lease";
   /**
    * What the limiter does after this decision, as a promise that never rejects: for a
    * reservation's decision, it resolves once a settle or cancel of it has finished (never before
-   * one is started); for any other decision, it is already resolved. Hand it to a runtime's
+   * one is started); in leased mode, the background refresh of a lease this decision started;
+   * for any other decision, it is already resolved. Hand it to a runtime's
    * `waitUntil` so that a frozen function does not drop a settlement.
    */
   readonly pending: Promise<void>;
@@ -107,6 +111,19 @@ export interface RateLimiterOptions {
    * memory store (it answers synchronously and cannot hang) or to a store already wrapped.
    */
   resilience?: false | ResilientStoreOptions;
+  /**
+   * `"exact"` (default): one store call per decision. `"leased"`: an admitted request may also
+   * charge units in advance (a lease) that this instance then admits from with no store call,
+   * admitting nothing exact mode would refuse (docs/leases.md). Decided exactly all the same: a
+   * set with a sliding log, and stores without leases (the memory store).
+   */
+  mode?: "exact" | "leased";
+  /**
+   * Leased mode: the look-ahead and longest life of a lease, ms (default 5000). A token bucket
+   * keeps what it refills in this time in reserve; more than 25% of its capacity is refused
+   * (`LEASE_UNSUITABLE`).
+   */
+  leaseMs?: number;
 }
 
 /** Options of one `limit()` call. */
@@ -176,10 +193,14 @@ export interface RateLimiter {
    */
   settle(key: string, options: SettleOptions): Promise<boolean>;
   /**
-   * Resolves once every settlement and refund this limiter has started has finished (for a
-   * SIGTERM handler, or a test). Never rejects: each call's own promise reports its failure.
+   * Resolves once every settlement and refund this limiter has started has finished and, in
+   * leased mode, every lease it holds has been given back to the store (unspent units, into what
+   * they were charged in): call it before an instance goes away (a SIGTERM handler), or in a
+   * test. Never rejects: each call's own promise reports its failure.
    */
   flush(): Promise<void>;
+  /** `"leased"` when decisions may be served from leases; else `"exact"`. */
+  readonly mode: "exact" | "leased";
   /** The policies this limiter checks, in the order they were given. */
   readonly policies: readonly Policy[];
   /** The store holding the state (the default memory store when none was given). */
@@ -199,6 +220,11 @@ const OPTIONS: OptionSpecs = {
     (v) => v === false || isRecord(v),
     "false, or the options of resilientStore() ({ timeoutMs?, circuitBreaker?, maxInFlight?, logger?, onFailure? })",
   ],
+  mode: [(v) => v === "exact" || v === "leased", '"exact" (default) or "leased"'],
+  leaseMs: [
+    (v) => typeof v === "number" && Number.isInteger(v) && v >= 100 && v <= 3_600_000,
+    "a whole number of ms from 100 to 3600000 (default 5000)",
+  ],
 };
 
 /** One wrapper per store for limiters that keep the default resilience: the bound and breaker are per store. */
@@ -214,7 +240,7 @@ function guardedStore(store: RateLimitStore, resilience: false | ResilientStoreO
 }
 
 /** What each limiter was made with, for a layer that rebuilds it over another store (the HTTP layer's own guard). */
-const MADE_WITH = new WeakMap<RateLimiter, { store: RateLimitStore; clock: () => number }>();
+const MADE_WITH = new WeakMap<RateLimiter, { store: RateLimitStore; clock: () => number; mode?: "leased"; leaseMs?: number }>();
 
 /**
  * The same limiter (policies, prefix, clock) over `store`, with no resilience of its own: for
@@ -229,6 +255,7 @@ export function rebindLimiter(limiter: RateLimiter, store: (bare: RateLimitStore
     clock: made.clock,
     store: store(made.store),
     resilience: false,
+    ...(made.mode === undefined ? {} : { mode: made.mode, leaseMs: made.leaseMs }),
   });
 }
 
@@ -314,10 +341,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // `null` options are no options, as `undefined` are (not a TypeError from reading `.cost`).
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
+  const leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
+  const leased: LeasedDecider | undefined =
+    o.mode === "leased" && checkLeasable("createRateLimiter()", policies, leaseMs) && typeof bare.lease === "function"
+      ? leasedDecider({ store, set, clock, ownsClock: bare.ownsClock === true, lifeMs: leaseMs, toDecision, setPending })
+      : undefined;
+
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
     if (holding !== undefined) throw holdsError(holding);
     checkKey(key);
     const cost = costOf(options);
+    if (leased !== undefined) return leased.decide(key, cost);
     return decide(store.consume(set, key, cost, clock()), cost);
   };
   const peekNow = (key: string): Decision | Promise<Decision> => {
@@ -329,6 +363,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     policies,
     store,
     prefix: set.prefix,
+    mode: leased === undefined ? "exact" : "leased",
     decide: decideNow,
     // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
     limit(key: string, options?: LimitOptions): Promise<Decision> {
@@ -336,6 +371,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         if (holding !== undefined) throw holdsError(holding);
         checkKey(key);
         const cost = costOf(options);
+        if (leased !== undefined) return Promise.resolve(leased.decide(key, cost));
         const result = store.consume(set, key, cost, clock());
         if (single === undefined || !Array.isArray(result)) return Promise.resolve(decide(result, cost));
         // The decision is made here, not through `toDecision`, and resolved at once: the
@@ -412,6 +448,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       }
     },
     async flush(): Promise<void> {
+      if (leased !== undefined) await leased.flush();
       while (outstanding.size > 0) await Promise.allSettled([...outstanding]);
     },
   });
@@ -434,7 +471,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await store.refund(set, key, cost, clock(), charge.marks);
     }
   }
-  MADE_WITH.set(limiter, { store: bare, clock });
+  MADE_WITH.set(limiter, o.mode === "leased" ? { store: bare, clock, mode: "leased", leaseMs } : { store: bare, clock });
   return limiter;
 }
 
@@ -450,9 +487,18 @@ function lacking(store: RateLimitStore, operation: "penalty" | "block" | "unbloc
 /** Where a reservation's decision keeps its reservation (for `pending`). */
 const RESERVATION: unique symbol = Symbol("reservation");
 
-/** The `pending` of a decision: its reservation's, or resolved. */
+/** Where a leased decision keeps the background refresh it started (for `pending`). */
+const REFRESH: unique symbol = Symbol("refresh");
+
+/** Sets the `pending` of a leased decision: the lease refresh it started. */
+function setPending(decision: Decision, refresh: Promise<void>): void {
+  (decision as unknown as { [REFRESH]?: Promise<void> })[REFRESH] = refresh;
+}
+
+/** The `pending` of a decision: its reservation's, its lease refresh, or resolved. */
 function pendingOf(decision: object): Promise<void> {
-  return (decision as { [RESERVATION]?: ReservationImpl })[RESERVATION]?.pending() ?? RESOLVED;
+  const d = decision as { [RESERVATION]?: ReservationImpl; [REFRESH]?: Promise<void> };
+  return d[RESERVATION]?.pending() ?? d[REFRESH] ?? RESOLVED;
 }
 
 function holdsError(policy: Policy): FloodgateError {

@@ -125,6 +125,13 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   prefix?: string;
   /** Epoch-ms clock for the limiters built here and for header deltas (default `Date.now`). */
   clock?: () => number;
+  /**
+   * `"leased"`: the limiters built here from `policy` and `rules` serve decisions from leases
+   * where they can (see `createRateLimiter`'s `mode` and docs/leases.md); default `"exact"`.
+   */
+  mode?: "exact" | "leased";
+  /** Leased mode: look-ahead and longest life of a lease, ms (default 5000). */
+  leaseMs?: number;
   /** Default: the client IP (IPv6 grouped by `ipv6Subnet`). */
   key?: KeyFunction<Raw>;
   /** Default 1. */
@@ -235,6 +242,8 @@ function specs(): OptionSpecs {
     ],
     prefix: prefixOf(64),
     clock: [isFunction, CLOCK_ACCEPTED],
+    mode: [/* @__PURE__ */ oneOf(["exact", "leased"]), '"exact" (default) or "leased"'],
+    leaseMs: [/* @__PURE__ */ whole(100, 3_600_000), "a whole number of ms from 100 to 3600000 (default 5000)"],
     key: FUNCTION,
     cost: [isCost, "a whole number >= 0, or a function returning one"],
     skip: FUNCTION,

@@ -242,6 +242,7 @@ function seenOf(limiter: RateLimiter): WeakSet<object> {
 /** Compiles `o.rules`, plus `o.limiter` or `o.policy` as the default rule when `rules` has none. */
 export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleContext): RuleSet<Raw> {
   const { caseSensitive, clock, formats, baseStore } = context;
+  const leaseOptions = o.mode === undefined ? {} : { mode: o.mode, ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }) };
   const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
   // Without an explicit `prefix`, the policies name the namespace (see namespace.ts).
   const ownNamespace = (prefix: string, policies: readonly Policy[]): string =>
@@ -272,7 +273,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     const rulePrefix = name === "default" ? basePrefix : `${basePrefix}${ruleSlug(name)}:`;
     const store = r.store ?? baseStore;
     const make = (policies: readonly Policy[], namespace: string): BoundLimiter =>
-      bind(createRateLimiter({ policy: policies, store, prefix: namespace, clock }));
+      bind(createRateLimiter({ policy: policies, store, prefix: namespace, clock, ...leaseOptions }));
     const base = { name, pattern, key: r.key, cost: r.cost ?? o.cost ?? 1 };
     if (typeof r.policy !== "function") {
       const bound = r.limiter !== undefined

@@ -24,10 +24,11 @@ export { errorText, toStoreError } from "../stores/resilient-store.ts";
 
 /**
  * Where a request's decision came from: the store (`"store"`: its backend; `"cache"`: its local
- * deny cache, see {@link StoreSource}), the local fallback limiter, the store-error policy
- * (`"allow"`, `"deny"`), or the `denyList` (refused before anything was counted).
+ * deny cache, see {@link StoreSource}), this instance's lease (`"lease"`, leased mode), the local
+ * fallback limiter, the store-error policy (`"allow"`, `"deny"`), or the `denyList` (refused
+ * before anything was counted).
  */
-export type DecisionSource = StoreSource | "fallback" | "allow" | "deny" | "denyList";
+export type DecisionSource = StoreSource | "lease" | "fallback" | "allow" | "deny" | "denyList";
 
 /** A store call's outcome, whichever way it went. */
 export interface StoreOutcome {

@@ -1,7 +1,15 @@
 import { FIELDS_PER_POLICY } from "../algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "../errors.ts";
 import { isFunction, objectOf, type OptionSpecs, parseOptions, whole } from "../validation.ts";
-import { type CallSignal, isThenable, type MaybePromise, type PolicySet, type RateLimitStore, type StoreResult } from "./store.ts";
+import {
+  type CallSignal,
+  isThenable,
+  type LeaseRequest,
+  type MaybePromise,
+  type PolicySet,
+  type RateLimitStore,
+  type StoreResult,
+} from "./store.ts";
 
 // One implementation of what a failing store must never do to the app: hang a request (a deadline
 // on every asynchronous call), be called while it is known to be down (a circuit breaker that
@@ -300,6 +308,14 @@ class ResilientStoreImpl implements ResilientStore {
     return this.#call(nowMs, () => this.inner.refund(set, key, cost, nowMs, marks), undefined);
   }
 
+  lease(set: PolicySet, key: string, request: LeaseRequest, nowMs: number): MaybePromise<StoreResult> {
+    return this.#call(
+      nowMs,
+      (signal) => this.inner.lease!(set, key, request, nowMs, signal),
+      (late) => this.#lateLease(set, key, request, nowMs, late as StoreResult),
+    );
+  }
+
   reset(set: PolicySet, key: string): MaybePromise<void> {
     return this.#call(undefined, () => this.inner.reset(set, key), undefined);
   }
@@ -459,6 +475,28 @@ class ResilientStoreImpl implements ResilientStore {
       () => this.#lateRefunds++,
       () => undefined,
     );
+  }
+
+  /**
+   * The late answer of a lease call abandoned at its deadline: the request's units go back as a
+   * late charge's do, and a granted lease is returned whole (once: by its id), since no one
+   * holds it.
+   */
+  #lateLease(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, result: StoreResult): void {
+    const count = set.policies.length;
+    const at = 1 + count * FIELDS_PER_POLICY;
+    if (request.cost > 0) this.#lateCharge(set, key, request.cost, nowMs, result.slice(0, at + count));
+    const granted = result[at + count] ?? 0;
+    if (result[0] !== 1 || granted <= 0) return;
+    const back: LeaseRequest = {
+      cost: 0,
+      want: 0,
+      lifeMs: 0,
+      minLifeMs: 0,
+      id: `${request.id}-r`,
+      previous: { id: request.id, unspent: granted },
+    };
+    new Promise<unknown>((resolve) => resolve(this.inner.lease!(set, key, back, nowMs))).then(() => undefined, () => undefined);
   }
 
   #succeeded(atMs: number): void {

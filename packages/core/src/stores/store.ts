@@ -60,6 +60,25 @@ export function answeredLocally(result: number[], source: LocalStoreResult["sour
 export const sourceOf = (result: StoreResult): StoreSource => (result as Partial<LocalStoreResult>).source ?? "store";
 
 /**
+ * A leased decision's request to a store (see {@link RateLimitStore.lease} and docs/leases.md).
+ * Lives are in ms, on the store's clock.
+ */
+export interface LeaseRequest {
+  /** The request's cost; 0 for no request (a refresh, or only a return). */
+  readonly cost: number;
+  /** Units wanted for the new lease beyond `cost` (the store may grant fewer, or none). */
+  readonly want: number;
+  /** Longest life of the new lease, ms. */
+  readonly lifeMs: number;
+  /** Shortest life worth granting, ms: a window ending sooner gets no lease. */
+  readonly minLifeMs: number;
+  /** The new lease's id: unique (random), names its ledger record; a retried call with it charges nothing again. */
+  readonly id: string;
+  /** A previous lease whose unspent units go back, into what it was charged in, once. */
+  readonly previous?: { readonly id: string; readonly unspent: number };
+}
+
+/**
  * The one store contract. A store evaluates every policy of a set for one key in ONE atomic step:
  * when all admit `cost`, all are charged; when any denies, none is. Implementations: the memory
  * store, the Upstash (HTTP) store and the TCP Redis store, all held to one contract test suite;
@@ -109,6 +128,16 @@ export interface RateLimitStore {
    * reserved, settled already, expired) nothing changes; answers whether a record was settled.
    */
   settle?(set: PolicySet, key: string, id: string, actual: number, nowMs: number): MaybePromise<boolean>;
+  /**
+   * Optional (stores without it decide leased limiters exactly): in one atomic step, gives back
+   * `request.previous`'s unspent units into what that lease was charged in (once), decides
+   * `request.cost` exactly as `consume` (a denial charges and grants nothing) and, when admitted
+   * and every policy has enough left, charges up to `request.want` extra units to every policy
+   * and records the lease. Answers `[allowed, ...per policy (allowed, remaining, resetAt,
+   * retryAfterMs), ...per policy mark (0 when nothing was charged), g, lifeUs, nowUs]`: the units
+   * granted, the lease's life from the store's now, and that now (µs). See docs/leases.md.
+   */
+  lease?(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
   /** Deletes exactly this key's state in this set (its block too), nothing else. */
   reset(set: PolicySet, key: string): MaybePromise<void>;
   /**

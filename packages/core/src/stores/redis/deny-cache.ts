@@ -78,8 +78,11 @@ export class DenyCache {
     return answeredLocally(out, "cache");
   }
 
-  /** Records a denial of `cost` sent at `sentAt`. */
-  remember(key: string, set: number, cost: number, sentAt: number, result: StoreResult, limits: readonly number[]): void {
+  /**
+   * Records a denial of `cost` sent at `sentAt`, for at most `maxMs` when given (a leased
+   * limiter's: units of outstanding leases may come back before the denial's wait is over).
+   */
+  remember(key: string, set: number, cost: number, sentAt: number, result: StoreResult, limits: readonly number[], maxMs?: number): void {
     let wait = 0;
     for (let i = 1; i < result.length; i += FIELDS_PER_POLICY) {
       if (result[i] !== 0) continue;
@@ -87,6 +90,7 @@ export class DenyCache {
       const w = retry === NEVER ? Infinity : retry - 1;
       if (w > wait) wait = w;
     }
+    if (maxMs !== undefined && wait > maxMs) wait = maxMs;
     if (wait <= 0) return;
     const entries = this.#entries;
     entries.delete(key);

@@ -1,9 +1,10 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS } from "../../algorithms/registry.ts";
 import { describeValue, FloodgateError } from "../../errors.ts";
-import type { CallSignal, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import type { CallSignal, LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
+import { leaseCall } from "./lease-store.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
 import { ledgerKey, reservationScripts } from "./reservations.ts";
 
@@ -263,6 +264,21 @@ export class ScriptStore implements RedisScriptStore {
         throw storeError(this.name, op, retryError);
       }
     }
+  }
+
+  /** A leased decision: see {@link RateLimitStore.lease} and lease-store.ts. */
+  lease(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    const base = baseKey(set.prefix, key);
+    const ctx = {
+      name: this.name,
+      ownsClock: this.ownsClock,
+      transport: this.#transport,
+      cache: this.#cache,
+      setId: prepared.id,
+      limits: prepared.limits,
+    };
+    return leaseCall(ctx, set, base, keysOf(base, prepared.count), request, nowMs, signal);
   }
 
   async reset(set: PolicySet, key: string): Promise<void> {

@@ -1,0 +1,298 @@
+import { FIELDS_PER_POLICY } from "./algorithms/algorithm.ts";
+import type { Decision } from "./limiter.ts";
+import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+
+/*
+ * Leased mode, the instance's side (docs/leases.md). An admitted request may bring a lease: units
+ * charged to every policy in the same atomic store call. This instance then admits from it with no
+ * store call while units remain and both its monotonic and its wall clock are before the lease's
+ * deadline: the lease's life as the store gave it, measured from before the call was sent, less a
+ * margin. Unspent units go back with the next store call (or `flush()`), once, into what the lease
+ * was charged in. Sizing (how much to ask for) changes how many store calls are saved, never what
+ * is admitted: every unit spent here was charged in the store before.
+ */
+
+/** Default look-ahead and longest life of a lease, ms. */
+export const DEFAULT_LEASE_MS = 5000;
+/** The deadline margin: a fixed part (ms) for clocks that advance only on I/O... */
+export const LEASE_MARGIN_MS = 5;
+/** ...and a share of the lease's life for clock-rate drift (1%: ten times a 0.1%-slow clock). */
+export const LEASE_DRIFT = 0.01;
+/** Most a lease request is multiplied by after leases that ran out early. */
+const MAX_MULTIPLIER = 16;
+/** Keys with lease state one limiter keeps; the oldest is dropped first (its units stay charged). */
+const MAX_KEYS = 10_000;
+
+/** What the leased limiter needs of its limiter. */
+export interface LeaseDeps {
+  readonly store: RateLimitStore;
+  readonly set: PolicySet;
+  readonly clock: () => number;
+  /** The store reads time itself: check the monotonic clock too. */
+  readonly ownsClock: boolean;
+  readonly lifeMs: number;
+  /** Builds a decision from flat figures (and marks, when charged), as the limiter does. */
+  toDecision(result: StoreResult, cost: number): Decision;
+  /** Makes `refresh` the decision's `pending`. */
+  setPending(decision: Decision, refresh: Promise<void>): void;
+}
+
+/** One lease held by this instance. */
+interface Lease {
+  readonly id: string;
+  units: number;
+  readonly granted: number;
+  readonly deadlineMono: number;
+  readonly deadlineWall: number;
+  readonly marks: readonly number[];
+  /** The store's remaining and resetAt per policy when granted. */
+  readonly remaining: readonly number[];
+  readonly resetAt: readonly number[];
+}
+
+interface KeyLeases {
+  current: Lease | undefined;
+  next: Lease | undefined;
+  /** Leases done with, whose unspent units go back with the next store calls. */
+  returns: { id: string; unspent: number }[];
+  inflight: Promise<unknown> | undefined;
+  multiplier: number;
+  /** Units per second through this instance, smoothed; -1 until measured. */
+  rate: number;
+  servedSince: number;
+  lastCallAt: number;
+  hint: number[];
+  hintReset: number[];
+}
+
+const monotonic = (): number => globalThis.performance?.now?.() ?? Date.now();
+
+let counter = 0;
+/** A lease id unique across instances: 64 random bits and a counter. */
+function newId(): string {
+  const bytes = new Uint8Array(8);
+  globalThis.crypto.getRandomValues(bytes);
+  let id = "";
+  for (const b of bytes) id += (b < 16 ? "0" : "") + b.toString(16);
+  return `${id}${(counter++).toString(36)}`;
+}
+
+/** The margin kept before a lease's end: see {@link LEASE_MARGIN_MS} and {@link LEASE_DRIFT}. */
+export const leaseMargin = (lifeMs: number): number => LEASE_MARGIN_MS + LEASE_DRIFT * lifeMs;
+
+/** The leased side of one limiter: `limit` (a decision, synchronous when served from a lease) and `flush`. */
+export interface LeasedDecider {
+  decide(key: string, cost: number): Decision | Promise<Decision>;
+  flush(): Promise<void>;
+}
+
+/** Makes the leased side of a limiter. */
+export function leasedDecider(deps: LeaseDeps): LeasedDecider {
+  const { store, set, clock, ownsClock, lifeMs } = deps;
+  const count = set.policies.length;
+  const figures = 1 + count * FIELDS_PER_POLICY;
+  const minLifeMs = 2 * leaseMargin(lifeMs) + 1;
+  const keys = new Map<string, KeyLeases>();
+
+  const usable = (lease: Lease | undefined, cost: number): boolean =>
+    lease !== undefined && lease.units >= cost && clock() < lease.deadlineWall && (!ownsClock || monotonic() < lease.deadlineMono);
+
+  /** Moves a spent or expired lease out; its unspent units go back with a later call. */
+  const retire = (k: KeyLeases, lease: Lease): void => {
+    const expired = !(clock() < lease.deadlineWall && (!ownsClock || monotonic() < lease.deadlineMono));
+    if (!expired) k.multiplier = Math.min(MAX_MULTIPLIER, k.multiplier * 2);
+    else if (lease.units * 2 > lease.granted) k.multiplier = Math.max(1, k.multiplier / 2);
+    // Even a spent lease goes back (with nothing to give): its ledger record is then deleted, so
+    // records left in the store are exactly the leases never returned (those of dead instances).
+    k.returns.push({ id: lease.id, unspent: lease.units });
+    lease.units = 0;
+  };
+
+  /** The lease to spend from now, moving on from a spent or expired one. */
+  const take = (k: KeyLeases, cost: number): Lease | undefined => {
+    for (;;) {
+      const lease = k.current;
+      if (usable(lease, cost)) return lease;
+      if (lease === undefined && k.next === undefined) return undefined;
+      if (lease !== undefined) retire(k, lease);
+      k.current = k.next;
+      k.next = undefined;
+    }
+  };
+
+  const stateOf = (key: string): KeyLeases => {
+    let k = keys.get(key);
+    if (k === undefined) {
+      if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value as string);
+      k = {
+        current: undefined,
+        next: undefined,
+        returns: [],
+        inflight: undefined,
+        multiplier: 1,
+        rate: -1,
+        servedSince: 0,
+        lastCallAt: NaN,
+        hint: [],
+        hintReset: [],
+      };
+      keys.set(key, k);
+    }
+    return k;
+  };
+
+  /** Units to ask for: this instance's rate over the look-ahead, times the run-out multiplier. */
+  const wantOf = (k: KeyLeases, cost: number): number => {
+    const now = monotonic();
+    const elapsed = now - k.lastCallAt;
+    if (elapsed > 0) {
+      const measured = (k.servedSince * 1000) / elapsed;
+      k.rate = k.rate < 0 ? measured : (k.rate + measured) / 2;
+    }
+    k.lastCallAt = now;
+    k.servedSince = 0;
+    const base = k.rate < 0 ? cost : Math.ceil((k.rate * lifeMs) / 1000);
+    return Math.min(1e12, Math.max(cost, base) * k.multiplier);
+  };
+
+  /** Remaining per policy as a hint that never grows within one reset. */
+  const hintOf = (k: KeyLeases, p: number, value: number, resetAt: number): number => {
+    if (k.hintReset[p] === resetAt && k.hint[p]! < value) return k.hint[p]!;
+    k.hint[p] = value;
+    k.hintReset[p] = resetAt;
+    return value;
+  };
+
+  const fromLease = (k: KeyLeases, lease: Lease, cost: number): Decision => {
+    const out: number[] = [1];
+    for (let p = 0; p < count; p++) {
+      out.push(1, hintOf(k, p, lease.remaining[p]! + lease.units, lease.resetAt[p]!), lease.resetAt[p]!, 0);
+    }
+    for (const m of lease.marks) out.push(m);
+    const decision = deps.toDecision(out, cost) as Decision & { source: string };
+    decision.source = "lease";
+    return decision;
+  };
+
+  /** Installs a granted lease from a store answer sent at (sentMono, sentWall). */
+  const install = (k: KeyLeases, result: StoreResult, id: string, sentMono: number, sentWall: number): void => {
+    const g = result[figures + count]!;
+    if (!(g > 0)) return;
+    const life = result[figures + count + 1]! / 1000 - leaseMargin(lifeMs);
+    const remaining: number[] = [];
+    const resetAt: number[] = [];
+    for (let p = 0; p < count; p++) {
+      remaining.push(result[2 + p * FIELDS_PER_POLICY]!);
+      resetAt.push(result[3 + p * FIELDS_PER_POLICY]!);
+    }
+    const lease: Lease = {
+      id,
+      units: g,
+      granted: g,
+      deadlineMono: sentMono + life,
+      deadlineWall: sentWall + life,
+      marks: result.slice(figures, figures + count),
+      remaining,
+      resetAt,
+    };
+    if (k.current === undefined || k.current.units === 0) k.current = lease;
+    else if (k.next === undefined) k.next = lease;
+    else {
+      // Two live leases already (an answer raced a refresh): this one goes back at once.
+      k.returns.push({ id, unspent: g });
+      lease.units = 0;
+    }
+  };
+
+  const call = (k: KeyLeases, key: string, cost: number, want: number): Promise<StoreResult> => {
+    const previous = k.returns.shift();
+    const id = newId();
+    const request: LeaseRequest = previous === undefined
+      ? { cost, want, lifeMs, minLifeMs, id }
+      : { cost, want, lifeMs, minLifeMs, id, previous };
+    const sentMono = monotonic();
+    const sentWall = clock();
+    const pending = Promise.resolve(store.lease!(set, key, request, sentWall)).then(
+      (result) => {
+        install(k, result, id, sentMono, sentWall);
+        return result;
+      },
+      (error: unknown) => {
+        // The return may or may not have run: sent again, it gives back nothing twice (the record is gone).
+        if (previous !== undefined) k.returns.unshift(previous);
+        throw error;
+      },
+    );
+    k.inflight = pending;
+    const clear = (): void => {
+      if (k.inflight === pending) k.inflight = undefined;
+    };
+    pending.then(clear, clear);
+    return pending;
+  };
+
+  const refresh = (k: KeyLeases, key: string): Promise<void> => call(k, key, 0, wantOf(k, 1) * 2).then(() => undefined, () => undefined);
+
+  const fromStore = (k: KeyLeases, result: StoreResult, cost: number): Decision => {
+    const admitted = result[0] === 1;
+    const figuresOnly = result.slice(0, figures);
+    if (admitted) {
+      for (let p = 0; p < count; p++) {
+        const i = 2 + p * FIELDS_PER_POLICY;
+        figuresOnly[i] = hintOf(k, p, result[i]! + (k.current?.units ?? 0), result[i + 1]!);
+      }
+    }
+    const decision = deps.toDecision(admitted ? [...figuresOnly, ...result.slice(figures, figures + count)] : figuresOnly, cost) as
+      & Decision
+      & { source: string };
+    decision.source = result[result.length - 1] === 0 ? "cache" : "store";
+    return decision;
+  };
+
+  const viaStore = async (key: string, k: KeyLeases, cost: number): Promise<Decision> => {
+    while (k.inflight !== undefined) {
+      await k.inflight.then(() => undefined, () => undefined);
+      const lease = take(k, cost);
+      if (lease !== undefined) return spend(key, k, lease, cost);
+    }
+    const result = await call(k, key, cost, wantOf(k, cost));
+    return fromStore(k, result, cost);
+  };
+
+  const spend = (key: string, k: KeyLeases, lease: Lease, cost: number): Decision => {
+    lease.units -= cost;
+    const decision = fromLease(k, lease, cost);
+    if (k.next === undefined && k.inflight === undefined && lease.units * 4 < lease.granted) {
+      deps.setPending(decision, refresh(k, key));
+    }
+    return decision;
+  };
+
+  return {
+    decide(key: string, cost: number): Decision | Promise<Decision> {
+      const k = stateOf(key);
+      k.servedSince += cost;
+      const lease = take(k, cost);
+      if (lease !== undefined) return spend(key, k, lease, cost);
+      return viaStore(key, k, cost);
+    },
+    async flush(): Promise<void> {
+      const all: Promise<void>[] = [];
+      for (const [key, k] of keys) {
+        all.push((async () => {
+          while (k.inflight !== undefined) await k.inflight.then(() => undefined, () => undefined);
+          for (const lease of [k.current, k.next]) {
+            if (lease !== undefined) k.returns.push({ id: lease.id, unspent: lease.units });
+            if (lease !== undefined) lease.units = 0;
+          }
+          k.current = k.next = undefined;
+          // One return per call; a failure leaves the rest for a later call (and rejects flush).
+          while (k.returns.length > 0) await call(k, key, 0, 0);
+        })());
+      }
+      const results = await Promise.allSettled(all);
+      const failed = results.find((r) => r.status === "rejected");
+      if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+    },
+  };
+}

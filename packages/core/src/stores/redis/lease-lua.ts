@@ -1,0 +1,137 @@
+import type { LuaFragments } from "../../algorithms/algorithm.ts";
+import { ALGORITHMS, type PolicyKind } from "../../algorithms/registry.ts";
+import type { LuaScript } from "./lua.ts";
+
+/*
+ * The lease script: one atomic call that returns a previous lease's unspent units, decides the
+ * current request exactly as the consume scripts do, and, when it is admitted and every policy
+ * has enough left, charges `g` extra units to every policy and records the lease. It pastes the
+ * kinds' own fragments (eval, commit, refund), so a leased decision is computed by the very code
+ * an exact one is. The sliding log has no place here: a set containing one is never leased.
+ *
+ *   KEYS[1..n]  the policies' keys (as the consume scripts)
+ *   KEYS[n + 1] the new lease's ledger record; KEYS[n + 2] the previous lease's (may not exist)
+ *   ARGV[1] the request's cost (0: no request, only a refresh or a return)
+ *   ARGV[2] units wanted for the lease; ARGV[3] longest lease life, µs; ARGV[4] shortest life
+ *           worth granting, µs; ARGV[5] the previous lease's unspent units; ARGV[6] now in µs,
+ *           "" for the server's clock
+ *   from ARGV[7], per policy: kind letter, limit, parameter (a token bucket's limit already
+ *   less its lease reserve)
+ * Reply, always 1 + 5n + 3 integers: allowed, per policy (allowed, remaining, resetAt ms,
+ * retryAfterMs), per policy the charge's mark (0 when nothing was charged), g, the lease's life
+ * from now in µs, now in µs.
+ *
+ * The ledger record holds the reply as charged, with the lease's end (µs) where the life goes:
+ * `g` and the marks say what a return gives back and where; a retried call with the same lease
+ * id finds its record and answers from it without charging again. A return deletes the record
+ * first thing, so a retried return gives nothing back twice.
+ */
+
+const LEASED_KINDS: readonly PolicyKind[] = ["token-bucket", "fixed-window", "sliding-window"];
+
+function dispatch(part: keyof LuaFragments): string {
+  const branches = LEASED_KINDS.map((kind) => `kind == "${ALGORITHMS[kind].lua.code}" then\n${ALGORITHMS[kind].lua.fragments[part]}`);
+  return `if ${branches.join("elseif ")}else error("kind not leasable") end\n`;
+}
+
+const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, n * 4 + 1 + p, p * 3 + 4, p * 5
+local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
+`;
+
+function leaseScript(): string {
+  return `local floor, ceil, max, min, fmt = math.floor, math.ceil, math.max, math.min, string.format
+local n = #KEYS - 2
+local req, want, life, minlife, unspent, now = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0, ARGV[6]
+if now and now ~= "" then
+  now = now + 0
+else
+  local t = redis.call("TIME")
+  now = t[1] * 1000000 + t[2]
+end
+local rn = 1 + 5 * n + 3
+local ok, a, b, c, d, e, cost, m
+local again = redis.call("GET", KEYS[n + 1])
+if again then
+  local r = {}
+  for v in string.gmatch(again, "[^,]+") do r[#r + 1] = v + 0 end
+  r[rn - 1], r[rn] = max(0, r[rn - 1] - now), now
+  return r
+end
+local prev = redis.call("GET", KEYS[n + 2])
+if prev then
+  redis.call("DEL", KEYS[n + 2])
+  local r = {}
+  for v in string.gmatch(prev, "[^,]+") do r[#r + 1] = v + 0 end
+  cost = min(unspent, r[rn - 2])
+  if cost > 0 then
+    for p = 1, n do
+${POLICY}m = r[1 + 4 * n + p]
+${dispatch("refund")}end
+  end
+end
+local function evalAll(out, h)
+  out[1] = 1
+  for p = 1, n do
+${POLICY}${dispatch("eval")}if not ok then out[1] = 0 end
+h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
+end
+end
+local function commitAll(out, h)
+  for p = 1, n do
+${POLICY}a, b, c, d, e = h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4]
+${dispatch("commit")}end
+end
+local out, h = {}, {}
+cost = req > 0 and req or 1
+evalAll(out, h)
+local g = 0
+if out[1] == 1 then
+  g = want
+  local wend = now + life
+  for p = 1, n do
+    local x = p * 3 + 4
+    local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
+    local rest = out[p * 4 - 1] - req
+    if rest < max(ceil(L / 100), 2 * cost) then g = 0 else g = min(g, floor(rest / 2)) end
+    if kind ~= "t" then wend = min(wend, (floor(now / (P * 1000)) + 1) * P * 1000) end
+  end
+  if wend - now < minlife then g = 0 end
+  if g > 0 then
+    local out2, h2 = {}, {}
+    cost = req + g
+    evalAll(out2, h2)
+    if out2[1] == 1 then
+      commitAll(out2, h2)
+      out = out2
+    else
+      g = 0
+    end
+  end
+  if g == 0 and req > 0 then
+    cost = req
+    commitAll(out, h)
+  end
+  life = wend - now
+end
+if req == 0 then out[1] = g > 0 and 1 or 0 end
+for q = 1, n do if not out[4 * n + 1 + q] or g == 0 and req == 0 or out[1] == 0 then out[4 * n + 1 + q] = 0 end end
+out[rn - 2], out[rn - 1], out[rn] = g, g > 0 and life or 0, now
+if g > 0 then
+  local s = {}
+  for q = 1, rn do s[q] = fmt("%d", out[q]) end
+  s[rn - 1] = fmt("%d", now + life)
+  redis.call("SET", KEYS[n + 1], table.concat(s, ","), "PX", fmt("%d", ceil(life / 1000) + 10000))
+end
+return out
+`;
+}
+
+/** The lease script's SHA1, precomputed (a test recomputes it from the source). */
+export const LEASE_SCRIPT_SHA = "cf96da8f92765bc659a10e850ac92cd4f9e6aec8";
+
+let script: LuaScript | undefined;
+
+/** The lease script, built on first use. */
+export function leaseLuaScript(): LuaScript {
+  return script ??= { source: leaseScript(), sha: LEASE_SCRIPT_SHA };
+}

@@ -1,0 +1,223 @@
+/**
+ * Leased mode on the Redis stores (real redis-server, TCP and the Upstash bridge): one store call
+ * brings a lease, the following decisions are served from it with no call, unspent units go back
+ * into the window they were charged in, once, and the safety rules hold at their edges.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createRateLimiter,
+  fixedWindow,
+  FloodgateError,
+  memoryStore,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+  withRateLimit,
+} from "../../packages/core/src/index.ts";
+import { LEASE_SCRIPT_SHA, leaseLuaScript } from "../../packages/core/src/stores/redis/lease-lua.ts";
+import { createHash } from "node:crypto";
+import { uniquePrefix } from "../stores/store-contract.ts";
+import { ioredisHarness, type RedisHarness, upstashHarness } from "../redis/harness.ts";
+
+const HOUR = 3_600_000;
+const T0 = 1_700_002_800_000; // an hour boundary
+
+it("the lease script's precomputed SHA1 matches its source", () => {
+  expect(createHash("sha1").update(leaseLuaScript().source).digest("hex")).toBe(LEASE_SCRIPT_SHA);
+});
+
+describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as const)("leased mode on %s", (_name, make) => {
+  let h: RedisHarness;
+  beforeAll(async () => {
+    h = await make();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function stored(prefix: string, key: string): Promise<number> {
+    const v = await h.admin.get(`${prefix}{${key}}`);
+    return v === null ? 0 : Math.floor(Number(v) / 1048576);
+  }
+
+  it("serves decisions from a lease with no store call, and flush() gives the unspent units back", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const store = h.store("local");
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store,
+      prefix,
+      clock: () => now,
+      mode: "leased",
+    });
+    expect(limiter.mode).toBe("leased");
+    const first = await limiter.limit("k");
+    expect(first.allowed).toBe(true);
+    expect(first.source).toBe("store");
+    // The first call measures no rate yet: a small lease, then doubling on run-out.
+    let fromStore = 1;
+    let admitted = 1;
+    for (let i = 0; i < 200; i++) {
+      now += 10;
+      const d = await limiter.limit("k");
+      expect(d.allowed).toBe(true);
+      expect(d.limit).toBe(1000);
+      if (d.source === "store") fromStore++;
+      else expect(d.source).toBe("lease");
+      admitted++;
+      await d.pending;
+    }
+    expect(fromStore).toBeLessThan(40);
+    const charged = await stored(prefix, "k");
+    expect(charged).toBeGreaterThanOrEqual(admitted);
+    await limiter.flush();
+    expect(await stored(prefix, "k")).toBe(admitted);
+    // A second flush returns nothing twice.
+    await limiter.flush();
+    expect(await stored(prefix, "k")).toBe(admitted);
+  });
+
+  it("a denial charges and grants nothing; Retry-After comes from the store", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const store = h.store("local", { denyCache: false });
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 10, window: HOUR }),
+      store,
+      prefix,
+      clock: () => now,
+      mode: "leased",
+    });
+    let admitted = 0;
+    for (let i = 0; i < 30; i++) {
+      const d = await limiter.limit("k");
+      if (d.allowed) admitted++;
+      else {
+        expect(d.source).toBe("store");
+        expect(d.retryAfterMs).toBe(HOUR - 1000 - i);
+      }
+      now += 1;
+    }
+    expect(admitted).toBeLessThanOrEqual(10);
+    await limiter.flush();
+    expect(await stored(prefix, "k")).toBe(admitted);
+  });
+
+  it("a lease never outlives its window: the first decision of the next window goes to the store", async () => {
+    let now = T0 + HOUR - 2000;
+    const store = h.store("local");
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store,
+      prefix: uniquePrefix(),
+      clock: () => now,
+      mode: "leased",
+    });
+    for (let i = 0; i < 20; i++) {
+      await limiter.limit("k");
+      now += 10;
+    }
+    now = T0 + HOUR;
+    expect((await limiter.limit("k")).source).toBe("store");
+  });
+
+  it("a retried lease call charges nothing again; a retried return gives back nothing twice", async () => {
+    const now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const store = h.store("local", { denyCache: false });
+    const set = { prefix, policies: [fixedWindow({ limit: 100, window: HOUR })] };
+    const request = { cost: 1, want: 20, lifeMs: 5000, minLifeMs: 100, id: "abc" };
+    const a = await store.lease!(set, "k", request, now);
+    const b = await store.lease!(set, "k", request, now);
+    expect(a[0]).toBe(1);
+    expect(a[6]).toBe(20);
+    expect(b.slice(0, 7)).toEqual(a.slice(0, 7));
+    expect(await stored(prefix, "k")).toBe(21);
+    const back = { cost: 0, want: 0, lifeMs: 5000, minLifeMs: 100, id: "def", previous: { id: "abc", unspent: 15 } };
+    await store.lease!(set, "k", back, now);
+    await store.lease!(set, "k", { ...back, id: "ghi" }, now);
+    expect(await stored(prefix, "k")).toBe(6);
+  });
+
+  it("leases nothing when a policy has less than 1% of its limit (or 2 × cost) left, and at most half of what is left", async () => {
+    const now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const store = h.store("local", { denyCache: false });
+    const set = { prefix, policies: [fixedWindow({ limit: 1000, window: HOUR })] };
+    const big = await store.lease!(set, "k", { cost: 1, want: 10_000, lifeMs: 5000, minLifeMs: 100, id: "x1" }, now);
+    expect(big[6]).toBe(499); // (1000 - 1) / 2, rounded down
+    const more = await store.lease!(set, "k", { cost: 490, want: 10_000, lifeMs: 5000, minLifeMs: 100, id: "x2" }, now);
+    expect(more[0]).toBe(1);
+    expect(more[6]).toBe(0); // 10 left: 1% of 1000
+  });
+
+  it("a token bucket is decided against its capacity less the lease reserve", async () => {
+    const now = T0 + 1000;
+    const store = h.store("local", { denyCache: false });
+    const policy = tokenBucket({ capacity: 100, refillRate: 1 });
+    const limiter = createRateLimiter({ policy, store, prefix: uniquePrefix(), clock: () => now, mode: "leased", leaseMs: 20_000 });
+    // 20 tokens in reserve: 80 admitted at one instant, not 100.
+    let admitted = 0;
+    for (let i = 0; i < 100; i++) if ((await limiter.limit("k")).allowed) admitted++;
+    expect(admitted).toBe(80);
+  });
+
+  it('the middleware\'s `mode: "leased"`: decisions from leases, exact limit and reset headers, 429 only from the store', async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const store = h.store("local");
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: fixedWindow({ limit: 50, window: HOUR }),
+      store,
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
+    const statuses: number[] = [];
+    let lastRemaining = Infinity;
+    for (let i = 0; i < 70; i++) {
+      now += 1;
+      const r = await handler(new Request("http://localhost/"));
+      statuses.push(r.status);
+      expect(r.headers.get("x-ratelimit-limit")).toBe("50");
+      expect(Number(r.headers.get("x-ratelimit-reset"))).toBe(Math.ceil((T0 + HOUR) / 1000));
+      const remaining = Number(r.headers.get("x-ratelimit-remaining"));
+      if (r.status === 200) {
+        expect(remaining).toBeLessThanOrEqual(lastRemaining);
+        lastRemaining = remaining;
+        expect(r.headers.get("retry-after")).toBeNull();
+      } else expect(Number(r.headers.get("retry-after"))).toBe(Math.ceil((T0 + HOUR - now) / 1000));
+    }
+    const admitted = statuses.filter((s) => s === 200).length;
+    expect(admitted).toBeGreaterThan(40);
+    expect(admitted).toBeLessThanOrEqual(50);
+  });
+
+  it("the safety rules: a sliding log stays exact, a short token bucket is refused with LEASE_UNSUITABLE", () => {
+    const store = h.store("server");
+    expect(createRateLimiter({ policy: slidingLog({ limit: 10, window: 1000 }), store, mode: "leased" }).mode).toBe("exact");
+    expect(
+      createRateLimiter({
+        policy: [slidingWindow({ limit: 10, window: 1000, name: "a" }), slidingLog({ limit: 10, window: 1000, name: "b" })],
+        store,
+        mode: "leased",
+      }).mode,
+    )
+      .toBe("exact");
+    expect(createRateLimiter({ policy: fixedWindow({ limit: 10, window: 1000 }), store: memoryStore(), mode: "leased" }).mode).toBe(
+      "exact",
+    );
+    let error: unknown;
+    try {
+      createRateLimiter({ policy: tokenBucket({ capacity: 10, refillRate: 5 }), store, mode: "leased" });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(FloodgateError);
+    expect((error as FloodgateError).code).toBe("LEASE_UNSUITABLE");
+    expect((error as Error).message).toMatch(/leaseMs/);
+  });
+});
