@@ -43,10 +43,12 @@ export {
   type RateLimiterOptions,
   type RefundOptions,
 } from "./limiter.ts";
-export { type FetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
+export { type FetchHandler, rateLimitOf, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.
 export type {
+  Cost,
   CostFunction,
+  EndedResponse,
   HandlerResponse,
   HttpRateLimitOptions,
   KeyFunction,
@@ -54,6 +56,7 @@ export type {
   RateLimitRequest,
   Rule,
   RuleOptions,
+  SettledCost,
 } from "./http/options.ts";
 export type { RateLimitInfo } from "./http/result.ts";
 export type { DecisionSource, StoreErrorAction } from "./http/store-guard.ts";

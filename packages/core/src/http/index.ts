@@ -7,7 +7,9 @@
  */
 export { createHttpRateLimiter, type HttpRateLimiter } from "./rate-limit.ts";
 export type {
+  Cost,
   CostFunction,
+  EndedResponse,
   HandlerResponse,
   HttpRateLimitOptions,
   KeyFunction,
@@ -15,11 +17,13 @@ export type {
   RequestAccess,
   Rule,
   RuleOptions,
+  SettledCost,
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
 export type { PreparedResponse } from "./response.ts";
 export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-guard.ts";
-export { toFetchResponse } from "./fetch.ts";
+export { settleAfterBody, toFetchResponse } from "./fetch.ts";
+export { handOffPending } from "./wait-until.ts";
 export { type NodeResponseLike, settleOnClose } from "./node-response.ts";
 export { targetPath } from "./rules.ts";
 export { DEFAULT_HEADER_FORMATS, HEADER_NAMES, type HeaderFormat } from "./headers.ts";

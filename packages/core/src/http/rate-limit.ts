@@ -8,8 +8,9 @@ import { hookCaller } from "./hooks.ts";
 import { formatIp, groupIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
 import { headerFormats, type HttpRateLimitOptions, parseHttpOptions, type RequestAccess, WHERE } from "./options.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse } from "./response.ts";
-import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
+import { RateLimitResult, type RequestEnd, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { compileRules } from "./rules.ts";
+import { reservationEnd } from "./settlement.ts";
 import { storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";
 
@@ -174,7 +175,7 @@ export function createHttpRateLimiter<Raw>(
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > Number.MAX_SAFE_INTEGER) {
         throw new FloodgateError(
           "INVALID_ARGUMENT",
-          `${WHERE}: the \`cost\` function returned ${
+          `${WHERE}: the \`${rule.costName}\` function returned ${
             describeValue(cost)
           }; it must return a whole number from 0 to 9007199254740991 (0: the request is not counted).`,
         );
@@ -187,7 +188,7 @@ export function createHttpRateLimiter<Raw>(
         else rule.seen.add(raw);
       }
 
-      const answer = rule.limiter.consume(key, cost, req);
+      const answer = rule.reserves ? rule.limiter.reserve(key, cost, req) : rule.limiter.consume(key, cost, req);
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
       const info = new RequestRateLimitInfo(outcome, key, rule.name, cost);
       const decision = outcome.decision;
@@ -197,19 +198,22 @@ export function createHttpRateLimiter<Raw>(
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
       // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
-      callHook("onDecision", o.onDecision, info, req);
+      const decided = callHook("onDecision", o.onDecision, info, req);
+      if (isThenable(decided)) info.wait(decided);
       let response: PreparedResponse | undefined;
       if (!info.allowed) {
-        callHook("onLimited", o.onLimited, info, req);
+        const limited = callHook("onLimited", o.onLimited, info, req);
+        if (isThenable(limited)) info.wait(limited);
         const prepared = respond(req, info, headers, retryAfter);
         response = isThenable(prepared) ? await prepared : prepared;
       }
-      const refund = refundWhen !== undefined && info.allowed && decision !== undefined
-        ? (status: number): void => {
-          if (refundWhen(status)) rule.limiter.refund(outcome.source, key, cost, decision.charge);
-        }
+      const reservation = outcome.reservation;
+      const end: RequestEnd | undefined = reservation !== undefined
+        ? reservationEnd(rule.limiter, { ...outcome, reservation }, info, req, rule.actual, refundWhen, warnings)
+        : refundWhen !== undefined && info.allowed && decision !== undefined
+        ? (status) => refundWhen(status) ? rule.limiter.refund(outcome.source, key, cost, decision.charge) : undefined
         : undefined;
-      return new RateLimitResult(info, headers, response, refund);
+      return new RateLimitResult(info, headers, response, end);
     },
   };
 }

@@ -8,6 +8,7 @@ import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./head
 import {
   type CostFunction,
   type HttpRateLimitOptions,
+  type SettledCost,
   invalidHttpOption,
   type KeyFunction,
   type Rule,
@@ -149,7 +150,17 @@ export interface CompiledRule<Raw> {
   readonly limiter: GuardedLimiter;
   readonly policies: readonly Policy[];
   readonly key: KeyFunction<Raw> | undefined;
+  /** The units charged up front: the cost, or a settled cost's estimate. */
   readonly cost: number | CostFunction<Raw>;
+  /** A settled cost's `actual`, when the rule settles after the response. */
+  readonly actual: SettledCost<Raw>["actual"];
+  /** The option the cost function came from, for its errors: `cost` or `cost.estimate`. */
+  readonly costName: string;
+  /**
+   * Whether requests are reserved and settled when the response ends rather than charged at
+   * once: the cost is settled later, or a policy counts requests in flight (concurrency).
+   */
+  readonly reserves: boolean;
   readonly writeHeaders: HeaderWriter | undefined;
   /** Requests already counted under this limiter's store and prefix, for the double-count warning. */
   readonly seen: WeakSet<object>;
@@ -220,13 +231,18 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
       clock,
     });
     claimNamespace(limiter.store, limiter.prefix, limiter.policies);
+    const cost = r.cost ?? o.cost ?? 1;
+    const settled = typeof cost === "object" ? cost : undefined;
     return {
       name,
       pattern,
       limiter: new GuardedLimiter(context.guard(limiter), context.failurePolicy),
       policies: limiter.policies,
       key: r.key,
-      cost: r.cost ?? o.cost ?? 1,
+      cost: settled === undefined ? cost as number | CostFunction<Raw> : settled.estimate,
+      actual: settled?.actual,
+      costName: settled === undefined ? "cost" : "cost.estimate",
+      reserves: settled !== undefined || limiter.policies.some((p) => (p.kind as string) === "concurrency"),
       writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
       seen: seenOf(limiter),
       watched: 0,
