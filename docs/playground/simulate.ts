@@ -34,6 +34,7 @@ export const ALGORITHM_LABELS: Record<PolicyKind, string> = {
   "sliding-window": "Sliding window counter",
   "fixed-window": "Fixed window",
   "sliding-log": "Sliding log",
+  concurrency: "Concurrency",
 };
 
 /** The parameters of every algorithm: the token bucket's, and one set for the three window kinds. */
@@ -187,6 +188,9 @@ export function policyFor(kind: PolicyKind, params: AlgorithmParams): Policy {
       return fixedWindow({ limit: params.limit, window: params.windowMs });
     case "sliding-log":
       return slidingLog({ limit: params.limit, window: params.windowMs });
+    case "concurrency":
+      // Requests in flight, not requests over time: the playground simulates rates only.
+      throw new ScenarioError("The playground simulates rate limits; a concurrency limit counts requests in flight.");
   }
 }
 

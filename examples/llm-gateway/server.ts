@@ -24,7 +24,8 @@ const apiKey = (req: RateLimitRequest<Context>): string | undefined => /^Bearer 
 
 /** The most a completion can use: its prompt's tokens plus `max_tokens`. */
 async function estimateTokens(req: RateLimitRequest<Context>): Promise<number> {
-  const body = await req.raw.req.json<{ messages?: { content?: unknown }[]; max_tokens?: number }>().catch(() => ({}));
+  type Body = { messages?: { content?: unknown }[]; max_tokens?: number };
+  const body: Body = await req.raw.req.json<Body>().catch(() => ({}));
   return promptTokens(body.messages ?? []) + (body.max_tokens ?? 256);
 }
 

@@ -132,6 +132,15 @@ const MODELS: { readonly [K in PolicyKind]: new (policy: Policy) => Model } = {
   "fixed-window": FixedWindowModel,
   "sliding-window": SlidingWindowModel,
   "sliding-log": SlidingLogModel,
+  // Units held: one per admission whatever the cost, each for the timeout (settling is not modelled here).
+  concurrency: class extends SlidingLogModel {
+    override fits(now: number): boolean {
+      return super.fits(now, 1);
+    }
+    override charge(now: number): void {
+      super.charge(now, 1);
+    }
+  },
 };
 
 export function modelFor(policy: Policy): Model {

@@ -11,7 +11,7 @@ import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodga
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import { serve } from "@hono/node-server";
-import express, { type NextFunction, type Request, type Response } from "express";
+import express, { type NextFunction, type Request as ExpressRequest, type Response as ExpressResponse } from "express";
 import express4 from "express4";
 import { Hono } from "hono";
 import Koa from "koa";
@@ -79,11 +79,11 @@ function fetchRoute(url: string, info: RateLimitInfo | undefined): Response {
   if (plan.report !== undefined) info?.report(plan.report);
   if (plan.fail) throw new Error("the handler failed");
   const headers: Record<string, string> = plan.usage === undefined ? {} : { "x-usage": plan.usage };
-  return new globalThis.Response(plan.chunks === 0 ? "done" : webStream(plan, info), { status: plan.status, headers });
+  return new Response(plan.chunks === 0 ? "done" : webStream(plan, info), { status: plan.status, headers });
 }
 
 /** The route for Express 4 and 5 (errors through `next`: Express 4 does not catch a rejection). */
-async function expressRoute(req: Request, res: Response, next: NextFunction): Promise<void> {
+async function expressRoute(req: ExpressRequest, res: ExpressResponse, next: NextFunction): Promise<void> {
   try {
     const plan = planOf(req.originalUrl);
     const info = (req as RateLimitedRequest).rateLimit;
@@ -126,7 +126,7 @@ export interface SettleTarget {
 }
 
 /** Reads `abortAfter` chunks (or the whole body), then cancels. */
-async function read(response: globalThis.Response, abortAfter: number | undefined, abort: () => void): Promise<Sent> {
+async function read(response: Response, abortAfter: number | undefined, abort: () => void): Promise<Sent> {
   if (abortAfter === undefined) return { status: response.status, body: await response.text() };
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
@@ -141,10 +141,10 @@ async function read(response: globalThis.Response, abortAfter: number | undefine
   return { status: response.status, body };
 }
 
-function inProcess(fetchLike: (request: globalThis.Request) => Promise<globalThis.Response> | globalThis.Response): SettleApp {
+function inProcess(fetchLike: (request: Request) => Promise<Response> | Response): SettleApp {
   return {
     async send(path, { abortAfter, headers = {} } = {}) {
-      const response = await fetchLike(new globalThis.Request(`http://localhost${path}`, { headers }));
+      const response = await fetchLike(new Request(`http://localhost${path}`, { headers }));
       return read(response, abortAfter, () => {});
     },
     close: async () => {},
@@ -200,7 +200,7 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
     async start(options) {
       const app = express();
       app.use("/api/", expressRateLimit(options), expressRoute);
-      app.use((_error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+      app.use((_error: unknown, _req: ExpressRequest, res: ExpressResponse, _next: NextFunction) => {
         res.status(500).send("failed");
       });
       return overHttp(createServer(app));
@@ -211,7 +211,7 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
     async start(options) {
       const app = express4();
       app.use("/api/", expressRateLimit(options), expressRoute as never);
-      app.use(((_error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+      app.use(((_error: unknown, _req: ExpressRequest, res: ExpressResponse, _next: NextFunction) => {
         res.status(500).send("failed");
       }) as never);
       return overHttp(createServer(app));
@@ -238,7 +238,7 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
   {
     name: "fetch",
     async start(options) {
-      const handler = withRateLimit((request: globalThis.Request) => fetchRoute(request.url, rateLimitOf(request)), {
+      const handler = withRateLimit((request: Request) => fetchRoute(request.url, rateLimitOf(request)), {
         getClientIp: () => "127.0.0.1",
         ...options,
       });
@@ -246,7 +246,7 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
         try {
           return await handler(request);
         } catch {
-          return new globalThis.Response("failed", { status: 500 }); // what a runtime answers
+          return new Response("failed", { status: 500 }); // what a runtime answers
         }
       });
     },

@@ -38,12 +38,38 @@ interface Scenario {
   name: string;
   policy: Policy | Policy[];
   options?: Partial<HttpRateLimitOptions<any>>;
+  /** Returned by onDecision, after recording the decision. */
+  hook?: (info: RateLimitInfo) => Promise<unknown>;
   run(app: SettleApp, env: Env): Promise<void>;
 }
 
 const hour = (limit: number, name = "units") => fixedWindow({ limit, window: "1h", name });
 
+let hookDone = 0;
+
 const SCENARIOS: Scenario[] = [
+  {
+    name: "pending: a skipSuccessfulRequests refund of a plain cost is done when pending resolves",
+    policy: hour(100),
+    options: { skipSuccessfulRequests: true },
+    async run(app, env) {
+      await app.send("/api/x?chunks=2");
+      expect(await env.used()).toEqual({ units: 0 });
+      await app.send("/api/x?status=500");
+      expect(await env.used()).toEqual({ units: 1 });
+    },
+  },
+  {
+    name: "pending: a promise onDecision returns joins it; a request with nothing left has it resolved",
+    policy: hour(100),
+    hook: () => new Promise((resolve) => setTimeout(resolve, 50)).then(() => hookDone++),
+    async run(app, env) {
+      const before = hookDone;
+      await app.send("/api/x");
+      await env.decisions[0]!.pending;
+      expect(hookDone).toBe(before + 1);
+    },
+  },
   {
     name: "the estimate is reserved up front and the handler's report settled in its place",
     policy: hour(100),
@@ -296,6 +322,7 @@ describe.each(STORES)("on %s", (_storeName, open) => {
         warnings: { limiterPerRequest: false, doubleCount: false },
         onDecision: (info: RateLimitInfo) => {
           decisions.push(info);
+          return scenario.hook?.(info);
         },
         ...scenario.options,
       });

@@ -5,7 +5,7 @@
  * milliseconds the test takes cannot change a decision.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { example, KINDS as REGISTERED_KINDS, retentionMs } from "../support/kinds.ts";
+import { example, KINDS as REGISTERED_KINDS, type RateKind, retentionMs } from "../support/kinds.ts";
 import {
   createRateLimiter,
   fixedWindow,
@@ -34,7 +34,7 @@ export function uniquePrefix(): string {
 }
 
 /** Every kind in the registry: each runs the whole contract. */
-export const KINDS: readonly PolicyKind[] = REGISTERED_KINDS;
+export const KINDS: readonly RateKind[] = REGISTERED_KINDS;
 
 /**
  * Waits out the next hour boundary when it is less than `marginMs` away. Tests on the server's
@@ -69,7 +69,7 @@ interface Timed {
  * refunded request never been made. Every time is relative to T, the start of a 10 s window.
  * A kind added to the registry without a case fails to compile here.
  */
-const LATE_REFUNDS: { readonly [K in PolicyKind]: { policy: () => Policy; run: (t: Timed) => Promise<void> } } = {
+const LATE_REFUNDS: { readonly [K in RateKind]: { policy: () => Policy; run: (t: Timed) => Promise<void> } } = {
   "fixed-window": {
     // Charged in one window, refunded once the next is full: that window keeps its count.
     policy: () => fixedWindow({ limit: 2, window: "10s" }),

@@ -6,8 +6,15 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../packages/core/s
 import * as core from "../../packages/core/src/index.ts";
 import type { Policy } from "../../packages/core/src/index.ts";
 
-/** Every registered kind, in the registry's order. */
-export const KINDS: readonly PolicyKind[] = POLICY_KINDS;
+/**
+ * The kinds that count cost units (every registered kind but concurrency, in the registry's
+ * order): the suites written for `limit()` and cost run once per kind of these. A concurrency
+ * policy holds one unit per reservation whatever the cost, and `limit()` refuses it; its own
+ * suites (test/core/reservations.test.ts, test/stores/store-contract.ts "reservations", the
+ * property and process tests) cover it.
+ */
+export type RateKind = Exclude<PolicyKind, "concurrency">;
+export const KINDS: readonly RateKind[] = POLICY_KINDS.filter((k): k is RateKind => k !== "concurrency");
 
 /**
  * A policy of `kind` admitting `limit` per `windowMs` (a bucket of `limit` refilled over

@@ -9,6 +9,8 @@
 export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
 export { type Duration, parseDuration } from "./duration.ts";
 export {
+  concurrency,
+  type ConcurrencyOptions,
   fixedWindow,
   isPolicy,
   type Policy,

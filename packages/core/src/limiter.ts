@@ -5,6 +5,19 @@ import { isResilientStore, resilientStore, type ResilientStoreOptions } from "./
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "./policies.ts";
 import type { MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
 import { CLOCK_ACCEPTED, isFunction, isRecord, isStore, type OptionSpecs, parseOptions, prefixOf, STORE_ACCEPTED } from "./validation.ts";
+import { durationMs } from "./duration.ts";
+import {
+  checkActual,
+  checkId,
+  DEFAULT_RESERVATION_TTL_MS,
+  MAX_RESERVATION_TTL_MS,
+  nextId,
+  type Reservation,
+  ReservationImpl,
+  type ReserveOptions,
+  RESOLVED,
+  type SettleOptions,
+} from "./reservations.ts";
 
 /** One policy's figures within a {@link Decision}. */
 export interface PolicyDecision {
@@ -47,6 +60,13 @@ export interface Decision {
    * denials and peeks. Opaque and JSON-serializable: keep it (or send it along) as it is.
    */
   readonly charge: Charge | undefined;
+  /**
+   * What the limiter does after this decision, as a promise that never rejects: for a
+   * reservation's decision, it resolves once a settle or cancel of it has finished (never before
+   * one is started); for any other decision, it is already resolved. Hand it to a runtime's
+   * `waitUntil` so that a frozen function does not drop a settlement.
+   */
+  readonly pending: Promise<void>;
 }
 
 /**
@@ -120,8 +140,27 @@ export interface RateLimiter {
    * late. Without, into the current state: for manual corrections, not for late refunds.
    */
   refund(key: string, options?: RefundOptions): Promise<void>;
-  /** Clears exactly this key's state and nothing else. */
+  /** Clears exactly this key's state and nothing else (outstanding reservations of it stay until settled or expired). */
   reset(key: string): Promise<void>;
+  /**
+   * Reserves `estimate` units (default 1) for work whose cost is known only afterwards, in one
+   * atomic store step over every policy (each concurrency policy holds one unit): all charge it,
+   * or, on a denial, none does and nothing is reserved. Settle the reservation with its true
+   * cost, or cancel it, when the work ends; never settled, it expires after `ttl` and counts as
+   * its estimate. See docs/reservations.md.
+   */
+  reserve(key: string, options?: ReserveOptions): Promise<Reservation>;
+  /**
+   * Settles a reservation by its key and id (from another process, a job queue): as
+   * `reservation.settle(actual)`, once; `actual: 0` cancels it. Resolves `true` when this call
+   * settled it, `false` when nothing was outstanding under that id.
+   */
+  settle(key: string, options: SettleOptions): Promise<boolean>;
+  /**
+   * Resolves once every settlement and refund this limiter has started has finished (for a
+   * SIGTERM handler, or a test). Never rejects: each call's own promise reports its failure.
+   */
+  flush(): Promise<void>;
   /** The policies this limiter checks, in the order they were given. */
   readonly policies: readonly Policy[];
   /** The store holding the state (the default memory store when none was given). */
@@ -206,6 +245,39 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // a generic inline cache, ~70 machine instructions per decision (measured with callgrind).
   const set: PolicySet = Object.freeze({ prefix: o.prefix ?? "fg:", policies: [...policies] });
   const single = policies.length === 1 ? policies[0]! : undefined;
+  const holding = policies.find((p) => p.kind === "concurrency");
+  const defaultTtlMs = Math.min(
+    MAX_RESERVATION_TTL_MS,
+    Math.max(DEFAULT_RESERVATION_TTL_MS, ...policies.map((p) => (p.kind === "concurrency" ? p.windowMs : 0))),
+  );
+  /** Settlements and refunds still in flight, for flush(). */
+  const outstanding = new Set<Promise<unknown>>();
+  const track = <T>(call: Promise<T>): Promise<T> => {
+    outstanding.add(call);
+    const done = (): void => {
+      outstanding.delete(call);
+    };
+    call.then(done, done);
+    return call;
+  };
+  const settleNow = (key: string, id: string, actual: number): Promise<boolean> => {
+    let answer: MaybePromise<boolean>;
+    try {
+      answer = store.settle!(set, key, id, actual, clock());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return typeof answer === "boolean" ? Promise.resolve(answer) : track(Promise.resolve(answer));
+  };
+  const reservationOf = (result: StoreResult, key: string, estimate: number, id: string): Reservation => {
+    // Cost 0: a reservation's decision has no charge (it is settled, not refunded).
+    const decision = toDecision(result, 0);
+    const reservation = decision.allowed
+      ? new ReservationImpl(decision, id, key, estimate, settleNow)
+      : new ReservationImpl(decision, "", key, estimate, undefined);
+    (decision as unknown as Record<symbol, ReservationImpl>)[RESERVATION] = reservation;
+    return reservation;
+  };
 
   const toDecision = (result: StoreResult, cost: number): Decision =>
     single !== undefined ? new SingleDecision(result, single, cost) : new MultiDecision(result, policies, cost);
@@ -217,6 +289,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {
+    if (holding !== undefined) throw holdsError(holding);
     checkKey(key);
     const cost = costOf(options);
     return decide(store.consume(set, key, cost, clock()), cost);
@@ -234,6 +307,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     // Not `async`: awaiting inside would add a promise and a microtask turn to every call.
     limit(key: string, options?: LimitOptions): Promise<Decision> {
       try {
+        if (holding !== undefined) throw holdsError(holding);
         checkKey(key);
         const cost = costOf(options);
         const result = store.consume(set, key, cost, clock());
@@ -253,7 +327,47 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         return Promise.reject(error);
       }
     },
-    async refund(key: string, options?: RefundOptions): Promise<void> {
+    refund(key: string, options?: RefundOptions): Promise<void> {
+      return track(refundNow(key, options));
+    },
+    async reset(key: string): Promise<void> {
+      checkKey(key);
+      await store.reset(set, key);
+    },
+    reserve(key: string, options?: ReserveOptions): Promise<Reservation> {
+      try {
+        checkKey(key);
+        const estimate = options?.estimate === undefined ? 1 : checkEstimate(options.estimate);
+        const ttlMs = options?.ttl === undefined ? defaultTtlMs : checkTtl(options.ttl);
+        if (store.reserve === undefined || store.settle === undefined) {
+          throw new FloodgateError(
+            "INVALID_ARGUMENT",
+            `limiter.reserve(): the ${store.name} store does not implement reservations (its reserve and settle operations); every store of @floodgate/core does (see docs/writing-a-store.md).`,
+          );
+        }
+        const id = nextId();
+        const result = store.reserve(set, key, estimate, clock(), id, ttlMs);
+        if (Array.isArray(result)) return Promise.resolve(reservationOf(result, key, estimate, id));
+        return Promise.resolve(result).then((r) => reservationOf(r, key, estimate, id));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+    settle(key: string, options: SettleOptions): Promise<boolean> {
+      try {
+        checkKey(key);
+        if (typeof options !== "object" || options === null) checkId(undefined);
+        return settleNow(key, checkId(options.id), checkActual(options.actual));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+    async flush(): Promise<void> {
+      while (outstanding.size > 0) await Promise.allSettled([...outstanding]);
+    },
+  });
+  async function refundNow(key: string, options?: RefundOptions): Promise<void> {
+    {
       checkKey(key);
       const charge = options?.charge;
       if (charge === undefined) {
@@ -269,14 +383,50 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         );
       }
       await store.refund(set, key, cost, clock(), charge.marks);
-    },
-    async reset(key: string): Promise<void> {
-      checkKey(key);
-      await store.reset(set, key);
-    },
-  });
+    }
+  }
   MADE_WITH.set(limiter, { store: bare, clock });
   return limiter;
+}
+
+/** Where a reservation's decision keeps its reservation (for `pending`). */
+const RESERVATION: unique symbol = Symbol("reservation");
+
+/** The `pending` of a decision: its reservation's, or resolved. */
+function pendingOf(decision: object): Promise<void> {
+  return (decision as { [RESERVATION]?: ReservationImpl })[RESERVATION]?.pending() ?? RESOLVED;
+}
+
+function holdsError(policy: Policy): FloodgateError {
+  return new FloodgateError(
+    "INVALID_ARGUMENT",
+    `limit() and decide() cannot take a concurrency policy ("${policy.name}"): nothing would release the unit it holds. Use limiter.reserve(key) and settle or cancel the reservation when the request ends, or a limiter without the concurrency policy.`,
+  );
+}
+
+function checkEstimate(estimate: unknown): number {
+  if (typeof estimate !== "number" || !Number.isInteger(estimate) || estimate < 1 || estimate > Number.MAX_SAFE_INTEGER) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid estimate: received ${
+        describeValue(estimate)
+      }; expected a whole number from 1 to 9007199254740991 (Number.MAX_SAFE_INTEGER).`,
+    );
+  }
+  return estimate;
+}
+
+function checkTtl(ttl: unknown): number {
+  const ms = durationMs(ttl);
+  if (ms === undefined || ms > MAX_RESERVATION_TTL_MS) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid reservation ttl: received ${
+        describeValue(ttl)
+      }; expected a duration from 1 ms to one day: a whole number of milliseconds, or a string like "30s", "10m", "1h".`,
+    );
+  }
+  return ms;
 }
 
 function checkKey(key: unknown): void {
@@ -359,6 +509,10 @@ class SingleDecision {
       );
     }
     return all;
+  }
+
+  get pending(): Promise<void> {
+    return pendingOf(this);
   }
 
   toJSON(): object {
@@ -447,5 +601,9 @@ class MultiDecision implements Decision {
     this.policy = chosen.policy;
     this.policies = Object.freeze(all);
     this.charge = chargeOf(result, policies.length, cost);
+  }
+
+  get pending(): Promise<void> {
+    return pendingOf(this);
   }
 }

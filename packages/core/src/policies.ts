@@ -7,20 +7,21 @@ export { tokenBucket, type TokenBucketOptions } from "./algorithms/token-bucket.
 export { fixedWindow } from "./algorithms/fixed-window.ts";
 export { slidingWindow } from "./algorithms/sliding-window.ts";
 export { slidingLog } from "./algorithms/sliding-log.ts";
+export { concurrency, type ConcurrencyOptions } from "./algorithms/concurrency.ts";
 export type { WindowPolicyOptions } from "./algorithms/window-options.ts";
 
 /**
  * A validated, immutable rate-limit policy. Build one with {@link tokenBucket},
- * {@link slidingWindow}, {@link fixedWindow} or {@link slidingLog}.
+ * {@link slidingWindow}, {@link fixedWindow}, {@link slidingLog} or {@link concurrency}.
  */
 export interface Policy {
-  /** The algorithm: `"token-bucket"`, `"sliding-window"`, `"fixed-window"` or `"sliding-log"`. */
+  /** The algorithm: `"token-bucket"`, `"sliding-window"`, `"fixed-window"`, `"sliding-log"` or `"concurrency"`. */
   readonly kind: PolicyKind;
   /** Unique within a limiter; appears in `Decision.policy` and in the IETF `RateLimit` headers. */
   readonly name: string;
   /** Requests (or cost units) allowed: the window's limit, or the bucket's capacity. */
   readonly limit: number;
-  /** Window length in ms; for a token bucket, the time to refill from empty to full. */
+  /** Window length in ms; for a token bucket, the time to refill from empty to full; for a concurrency limit, its timeout. */
   readonly windowMs: number;
   /** Token bucket only: tokens added per second. 0 for the window algorithms. */
   readonly refillRate: number;
@@ -38,7 +39,7 @@ export function isPolicy(value: unknown): value is Policy {
 
 /** What a `policy` option accepts, in words. */
 export const POLICIES_ACCEPTED =
-  "a policy from tokenBucket(), slidingWindow(), fixedWindow() or slidingLog(), or a non-empty array of them";
+  "a policy from tokenBucket(), slidingWindow(), fixedWindow(), slidingLog() or concurrency(), or a non-empty array of them";
 
 /** One policy, or a non-empty array of them. */
 export const isPolicies: Check = (v) => isPolicy(v) || (Array.isArray(v) && v.length > 0 && v.every(isPolicy));

@@ -63,6 +63,22 @@ export interface Algorithm {
    */
   refund(p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, mark: number | undefined): number;
   /**
+   * Settles a reservation charged `estimate` into `mark`: its true cost is `actual`. Returns the
+   * expiry in µs. The window and bucket kinds give `estimate − actual` back into the mark (as
+   * `refund` does) or charge `actual − estimate` into it, past the limit (see {@link overcharge});
+   * a kind that holds units while a request is in flight (concurrency) releases them.
+   */
+  settle(
+    p: Policy,
+    s: Float64Array,
+    o: number,
+    log: number[] | undefined,
+    nowUs: number,
+    estimate: number,
+    actual: number,
+    mark: number,
+  ): number;
+  /**
    * Whether a state read from outside (a store's serialized value) is one this algorithm can
    * have written: `apply` and `refund` may assume it. Every number is already known to be finite.
    */
@@ -70,14 +86,16 @@ export interface Algorithm {
 }
 
 /**
- * The three Lua fragments of a kind: decide (sets ok, a..e), commit (reads a..e, writes the
- * charge's mark to out[j]), refund (into the mark m, or into the current state when m is nil).
- * See stores/redis/lua.ts.
+ * The Lua fragments of a kind: decide (sets ok, a..e), commit (reads a..e, writes the
+ * charge's mark to out[j]), refund (into the mark m, or into the current state when m is nil),
+ * settle (a reservation of `est` units charged into the mark m costs `act`; see
+ * stores/redis/reservations.ts). See stores/redis/lua.ts.
  */
 export interface LuaFragments {
   readonly eval: string;
   readonly commit: string;
   readonly refund: string;
+  readonly settle: string;
 }
 
 /** The Redis side of an algorithm. */
@@ -142,3 +160,32 @@ export function algorithmOf(policy: Policy): Algorithm {
 export function toMicros(nowMs: number): number {
   return Math.floor(nowMs * 1000);
 }
+
+/**
+ * The settlement of the window and bucket kinds: the difference between the estimate charged
+ * and the actual cost goes back into the mark (`refund`), or is charged into it (`overcharge`).
+ */
+export function settleByDifference(
+  refund: Algorithm["refund"],
+  overcharge: (p: Policy, s: Float64Array, o: number, log: number[] | undefined, nowUs: number, cost: number, mark: number) => number,
+): Algorithm["settle"] {
+  return (p, s, o, log, now, estimate, actual, mark) =>
+    actual < estimate
+      ? refund(p, s, o, log, now, estimate - actual, mark)
+      : actual > estimate
+      ? overcharge(p, s, o, log, now, actual - estimate, mark)
+      : refund(p, s, o, log, now, 0, mark);
+}
+
+/**
+ * The Lua settle fragment of the window and bucket kinds: the refund fragment with `cost` the
+ * estimate less the actual cost, or the overcharge fragment (`over`) with `cost` the excess.
+ * Reads `est` and `act`; `m` is the mark.
+ */
+export const settleFragment = (refund: string, over: string): string =>
+  `if act < est then
+cost = est - act
+${refund}elseif act > est then
+cost = act - est
+${over}end
+`;

@@ -1,6 +1,28 @@
 import type { Policy } from "../policies.ts";
-import { type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
+import {
+  type Algorithm,
+  type AlgorithmDefinition,
+  ceilMs,
+  type LuaAlgorithm,
+  NEVER,
+  settleByDifference,
+  settleFragment,
+} from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
+
+/**
+ * Most a fixed window's count reaches through a settlement's overcharge: twice the limit (within
+ * what the Redis packing holds). Reservations outstanding in a window were admitted under the
+ * limit, so they give back at most `limit`: a count of `2 × limit` stays at or above the limit
+ * whatever they give back, as the true count would.
+ */
+const saturated = (limit: number): number => Math.min(2 * limit, 8_589_934_591);
+
+const refundFixed: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
+  const size = p.windowMs * 1000;
+  if (s[o] === Math.max(Math.floor(now / size), s[o]!) && (mark === undefined || s[o] === mark)) s[o + 1] = Math.max(0, s[o + 1]! - cost);
+  return (s[o]! + 1) * size;
+};
 
 /** Fixed window: [window index, count]. A window older than the stored one counts as the stored one. */
 export const FIXED_WINDOW: Algorithm = {
@@ -35,11 +57,14 @@ export const FIXED_WINDOW: Algorithm = {
   // includes the request's cost (a window's count only grows, but for refunds into it), so the
   // count less `cost` is never below the count without the request. Once another window is
   // stored, the charged one no longer counts: nothing to give back.
-  refund(p, s, o, _log, now, cost, mark) {
+  refund: refundFixed,
+  // An overcharge goes into the charged window while it is the current one, past the limit;
+  // never into a later window.
+  settle: /* @__PURE__ */ settleByDifference(refundFixed, (p, s, o, _log, now, cost, mark) => {
     const size = p.windowMs * 1000;
-    if (s[o] === Math.max(Math.floor(now / size), s[o]!) && (mark === undefined || s[o] === mark)) s[o + 1] = Math.max(0, s[o + 1]! - cost);
+    if (s[o] === Math.max(Math.floor(now / size), s[o]!) && s[o] === mark) s[o + 1] = Math.min(s[o + 1]! + cost, saturated(p.limit));
     return (s[o]! + 1) * size;
-  },
+  }),
   accepts: (s, o) => Number.isSafeInteger(s[o]) && Number.isSafeInteger(s[o + 1]) && s[o + 1]! >= 0,
 };
 
@@ -92,6 +117,12 @@ if c then redis.call("INCRBY", k, cost == 1 and "1048576" or fmt("%d", cost * 10
 else redis.call("SET", k, fmt("%d", b * 1048576 + a % 1048576), "PX", fmt("%d", max(1, ceil(((a + 1) * P * 1000 - now) / 1000)))) end
 out[i + 1], out[j] = L - b, a
 `,
+    settle: settleFragment(
+      `${FW_READ}if c and index == m then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "KEEPTTL") end
+`,
+      `${FW_READ}if c and index == m then redis.call("SET", k, fmt("%d", math.min(count + cost, 2 * L, 8589934591) * 1048576 + index % 1048576), "KEEPTTL") end
+`,
+    ),
     refund:
       `${FW_READ}if c and (m == nil or index == m) then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
 `,

@@ -1,4 +1,5 @@
 import type { AlgorithmDefinition } from "./algorithm.ts";
+import { CONCURRENCY_DEFINITION } from "./concurrency.ts";
 import { FIXED_WINDOW_DEFINITION } from "./fixed-window.ts";
 import { SLIDING_LOG_DEFINITION } from "./sliding-log.ts";
 import { SLIDING_WINDOW_DEFINITION } from "./sliding-window.ts";
@@ -14,6 +15,7 @@ export const ALGORITHMS = {
   "fixed-window": FIXED_WINDOW_DEFINITION,
   "sliding-window": SLIDING_WINDOW_DEFINITION,
   "sliding-log": SLIDING_LOG_DEFINITION,
+  concurrency: CONCURRENCY_DEFINITION,
 } as const satisfies { readonly [K in string]: AlgorithmDefinition<K> };
 
 /** The kinds of policy Floodgate implements. */

@@ -1,5 +1,13 @@
 import type { Policy } from "../policies.ts";
-import { type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
+import {
+  type Algorithm,
+  type AlgorithmDefinition,
+  ceilMs,
+  type LuaAlgorithm,
+  NEVER,
+  settleByDifference,
+  settleFragment,
+} from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
 
 /**
@@ -54,13 +62,8 @@ export const SLIDING_LOG: Algorithm = {
   // The mark is the timestamp the charge wrote, `cost` times. Removing up to `cost` entries
   // equal to it removes the request's own entries (or others' of the very same µs, which are
   // indistinguishable), never another time's; once they have left the window there is none.
-  refund(p, s, o, log, _now, cost, mark) {
-    if (mark !== undefined) return removeEntries(p, s, o, log!, cost, mark);
-    // The newest entries go first.
-    const count = Math.max(0, s[o + 2]! - cost);
-    s[o + 2] = count;
-    return count > 0 ? log![ringIndex(s[o + 1]!, count - 1, log!.length)]! + p.windowMs * 1000 : 0;
-  },
+  refund: refundLog,
+  settle: /* @__PURE__ */ settleByDifference(refundLog, overchargeLog),
   accepts(s, o, log) {
     const head = s[o + 1]!;
     const count = s[o + 2]!;
@@ -74,8 +77,57 @@ export const SLIDING_LOG: Algorithm = {
   },
 };
 
+/** A sliding log's refund: into the mark's entries, or the newest entries without one. */
+export function refundLog(
+  p: Policy,
+  s: Float64Array,
+  o: number,
+  log: number[] | undefined,
+  _now: number,
+  cost: number,
+  mark: number | undefined,
+): number {
+  if (mark !== undefined) return removeEntries(p, s, o, log!, cost, mark);
+  // The newest entries go first.
+  const count = Math.max(0, s[o + 2]! - cost);
+  s[o + 2] = count;
+  return count > 0 ? log![ringIndex(s[o + 1]!, count - 1, log!.length)]! + p.windowMs * 1000 : 0;
+}
+
+/**
+ * An overcharge: `cost` more entries of the mark's timestamp, beside the request's own, while
+ * that timestamp is still in the window and one of its entries is still logged; never more than
+ * `2 × limit` entries in all (reservations outstanding give back at most `limit`, so the log
+ * stays at or above the limit whatever they give back, as it would with every entry).
+ */
+function overchargeLog(p: Policy, s: Float64Array, o: number, log: number[] | undefined, now: number, cost: number, mark: number): number {
+  const entries = log!;
+  const size = p.windowMs * 1000;
+  const head = s[o + 1]!;
+  const count = s[o + 2]!;
+  const add = Math.min(cost, 2 * p.limit - count);
+  if (mark > now - size && add > 0) {
+    const all: number[] = [];
+    let at = -1;
+    for (let k = 0; k < count; k++) {
+      const entry = entries[ringIndex(head, k, entries.length)]!;
+      all.push(entry);
+      if (entry === mark && at < 0) at = k + 1;
+    }
+    if (at > 0) {
+      all.splice(at, 0, ...new Array<number>(add).fill(mark));
+      while (entries.length < all.length) entries.push(0);
+      for (let k = 0; k < all.length; k++) entries[k] = all[k]!;
+      s[o + 1] = 0;
+      s[o + 2] = all.length;
+    }
+  }
+  const n = s[o + 2]!;
+  return n > 0 ? entries[ringIndex(s[o + 1]!, n - 1, entries.length)]! + size : 0;
+}
+
 /** Removes up to `cost` entries equal to `mark` (the newest of them first, as Redis's `LREM key -cost`); returns the expiry in µs. */
-function removeEntries(p: Policy, s: Float64Array, o: number, entries: number[], cost: number, mark: number): number {
+export function removeEntries(p: Policy, s: Float64Array, o: number, entries: number[], cost: number, mark: number): number {
   const capacity = entries.length;
   const head = s[o + 1]!;
   const count = s[o + 2]!;
@@ -134,7 +186,7 @@ export function slidingLog(options: WindowPolicyOptions): Policy {
  * Sliding log in Lua. Redis state: a list of µs timestamps, oldest first. Parameter: window ms.
  * Carried from eval to commit: a = at, b = count.
  */
-const SLIDING_LOG_LUA: LuaAlgorithm = {
+export const SLIDING_LOG_LUA: LuaAlgorithm = {
   code: "l",
   parameter: (p) => p.windowMs,
   fragments: {
@@ -185,6 +237,27 @@ end
 redis.call("PEXPIRE", k, fmt("%d", max(1, ceil((a + P * 1000 - now) / 1000))))
 out[i + 1], out[i + 2], out[j] = L - (b + cost), ceil((a + P * 1000) / 1000), a
 `,
+    // New entries go beside the mark's first one (LINSERT), the list stays oldest first; when
+    // the mark is the newest entry, they are pushed at the end.
+    settle: settleFragment(
+      `redis.pcall("LREM", k, fmt("%d", -cost), fmt("%d", m))
+`,
+      `local n, v = redis.pcall("LLEN", k), fmt("%d", m)
+if type(n) == "number" and n > 0 and m > now - P * 1000 then
+  local add = math.min(cost, 2 * L - n)
+  if add > 0 and tonumber(redis.call("LINDEX", k, "-1")) == m then
+    while add > 0 do
+      local batch = {}
+      for x = 1, math.min(add, 512) do batch[x] = v end
+      redis.call("RPUSH", k, unpack(batch))
+      add = add - #batch
+    end
+  elseif add > 0 and redis.call("LINSERT", k, "AFTER", v, v) > 0 then
+    for x = 2, add do redis.call("LINSERT", k, "AFTER", v, v) end
+  end
+end
+`,
+    ),
     // A list left empty is deleted by Redis; the TTL, set by the newest entry, may stay longer.
     refund: `if m then
   redis.pcall("LREM", k, fmt("%d", -cost), fmt("%d", m))

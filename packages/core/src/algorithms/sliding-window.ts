@@ -1,6 +1,31 @@
 import type { Policy } from "../policies.ts";
-import { type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
+import {
+  type Algorithm,
+  type AlgorithmDefinition,
+  ceilMs,
+  type LuaAlgorithm,
+  NEVER,
+  settleByDifference,
+  settleFragment,
+} from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
+
+const refundSliding: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
+  const w = p.windowMs;
+  if (mark !== undefined) {
+    if (s[o] === mark) s[o + 1] = Math.max(0, s[o + 1]! - cost);
+    else if (s[o] === mark + 1) s[o + 2] = Math.max(0, s[o + 2]! - cost);
+    return (s[o]! + 2) * w * 1000;
+  }
+  const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
+  const cur = currentCount(s, o, index);
+  const prev = previousCount(s, o, index);
+  const fromCurrent = Math.min(cur, cost);
+  s[o] = index;
+  s[o + 1] = cur - fromCurrent;
+  s[o + 2] = Math.max(0, prev - (cost - fromCurrent));
+  return (index + 2) * w * 1000;
+};
 
 /**
  * Sliding-window counter: [window index, current count, previous count]. The previous window
@@ -43,22 +68,14 @@ export const SLIDING_WINDOW: Algorithm = {
   // once the next window is stored, it is the previous one; either includes the request's cost,
   // so taking `cost` from it never goes below the counts without the request. Any later window
   // no longer weighs the charged one: nothing to give back.
-  refund(p, s, o, _log, now, cost, mark) {
-    const w = p.windowMs;
-    if (mark !== undefined) {
-      if (s[o] === mark) s[o + 1] = Math.max(0, s[o + 1]! - cost);
-      else if (s[o] === mark + 1) s[o + 2] = Math.max(0, s[o + 2]! - cost);
-      return (s[o]! + 2) * w * 1000;
-    }
-    const index = Math.max(Math.floor(now / (w * 1000)), s[o]!);
-    const cur = currentCount(s, o, index);
-    const prev = previousCount(s, o, index);
-    const fromCurrent = Math.min(cur, cost);
-    s[o] = index;
-    s[o + 1] = cur - fromCurrent;
-    s[o + 2] = Math.max(0, prev - (cost - fromCurrent));
-    return (index + 2) * w * 1000;
-  },
+  refund: refundSliding,
+  // An overcharge goes where a refund into the mark would come from: the charged window's count,
+  // as the current or the previous one; nothing once a later window no longer weighs it.
+  settle: /* @__PURE__ */ settleByDifference(refundSliding, (p, s, o, _log, _now, cost, mark) => {
+    if (s[o] === mark) s[o + 1] = Math.min(s[o + 1]! + cost, Number.MAX_SAFE_INTEGER);
+    else if (s[o] === mark + 1) s[o + 2] = Math.min(s[o + 2]! + cost, Number.MAX_SAFE_INTEGER);
+    return (s[o]! + 2) * p.windowMs * 1000;
+  }),
   accepts: (s, o) =>
     Number.isSafeInteger(s[o]) && Number.isSafeInteger(s[o + 1]) && Number.isSafeInteger(s[o + 2]) && s[o + 1]! >= 0 && s[o + 2]! >= 0,
 };
@@ -122,6 +139,19 @@ if type(v) == "string" then
 end
 `;
 
+/** Rewrites the charged window's count (`sc`) or, one window later, the previous count (`sp`). */
+const SW_INTO_MARK = (current: string, previous: string): string =>
+  `local v = redis.pcall("GET", k)
+if type(v) == "string" then
+  local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$")
+  if si then
+    si, sc, sp = si + 0, sc + 0, sp + 0
+    if si == m then redis.call("SET", k, fmt("%d:%d:%d", si, ${current}, sp), "KEEPTTL")
+    elseif si == m + 1 then redis.call("SET", k, fmt("%d:%d:%d", si, sc, ${previous}), "KEEPTTL") end
+  end
+end
+`;
+
 /** Redis state: the string "index:current:previous". */
 const SLIDING_WINDOW_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "s",
@@ -156,6 +186,10 @@ if d then redis.call("SET", k, v, "KEEPTTL")
 else redis.call("SET", k, v, "PX", fmt("%d", max(1, ceil(((a * P + 2 * P) * 1000 - now) / 1000)))) end
 out[i + 1], out[i + 2], out[j] = max(0, floor((e - b * P) / P)), a * P + 2 * P, a
 `,
+    settle: settleFragment(
+      SW_INTO_MARK("max(0, sc - cost)", "max(0, sp - cost)"),
+      SW_INTO_MARK("math.min(sc + cost, 9007199254740991)", "math.min(sp + cost, 9007199254740991)"),
+    ),
     // Into the mark: the stored window's own count, or its previous count one window later.
     refund: `if m then
   local v = redis.pcall("GET", k)

@@ -1,7 +1,16 @@
 import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
 import { type OptionSpecs, parseOptions } from "../validation.ts";
-import { ALGORITHM, type Algorithm, type AlgorithmDefinition, ceilMs, type LuaAlgorithm, NEVER } from "./algorithm.ts";
+import {
+  ALGORITHM,
+  type Algorithm,
+  type AlgorithmDefinition,
+  ceilMs,
+  type LuaAlgorithm,
+  NEVER,
+  settleByDifference,
+  settleFragment,
+} from "./algorithm.ts";
 import { LIMIT, NAME } from "./window-options.ts";
 
 /**
@@ -30,6 +39,12 @@ export interface TokenBucketOptions {
 export function intervalUs(p: Policy): number {
   return Math.round(p.intervalMs * 1000);
 }
+
+const refundBucket: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
+  const tat = s[o]!;
+  if (tat > now && (mark === undefined || tat === mark)) s[o] = Math.max(now, tat - cost * intervalUs(p));
+  return s[o]!;
+};
 
 /** Token bucket as GCRA: the state is the theoretical arrival time (µs) of the next request. */
 export const TOKEN_BUCKET: Algorithm = {
@@ -66,11 +81,17 @@ export const TOKEN_BUCKET: Algorithm = {
   // it, so moving it back by that (not before now: a bucket holds no more than full) is the
   // state without the request. After a later grant, the refill the request used may have been
   // absorbed by that grant's catching up with now: giving time back could exceed the bucket.
-  refund(p, s, o, _log, now, cost, mark) {
+  refund: refundBucket,
+  // An overcharge moves the arrival time later by its tokens, past a full bucket's debt (up to
+  // MAX_BUCKET_US ahead of now): exactly the state had the request been charged its actual cost
+  // when no request was granted since; after later grants, never less than that (each grant moves
+  // the time by at most what the one before it moved it), possibly more.
+  settle: /* @__PURE__ */ settleByDifference(refundBucket, (p, s, o, _log, now, cost) => {
     const tat = s[o]!;
-    if (tat > now && (mark === undefined || tat === mark)) s[o] = Math.max(now, tat - cost * intervalUs(p));
+    const next = Math.min(tat + cost * intervalUs(p), now + MAX_BUCKET_US);
+    if (next > now && next > tat) s[o] = next;
     return s[o]!;
-  },
+  }),
   accepts: (s, o) => Number.isSafeInteger(s[o]),
 };
 
@@ -124,6 +145,18 @@ a = nxt
     commit: `redis.call("SET", k, fmt("%d", -a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
 out[i + 1], out[i + 2], out[j] = floor((L * P - (a - now)) / P), ceil(a / 1000), a
 `,
+    settle: settleFragment(
+      `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
+if tat > now and tat == m then
+  tat = max(now, tat - cost * P)
+  redis.call("SET", k, fmt("%d", -tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
+end
+`,
+      `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
+local nxt = math.min(tat + cost * P, now + ${MAX_BUCKET_US})
+if nxt > now and nxt > tat then redis.call("SET", k, fmt("%d", -nxt), "PX", fmt("%d", max(1, ceil((nxt - now) / 1000)))) end
+`,
+    ),
     refund: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
 if tat > now and (m == nil or tat == m) then
   tat = max(now, tat - cost * P)

@@ -1,5 +1,6 @@
 import { FloodgateError } from "../errors.ts";
-import { type Charge, createRateLimiter, type Decision, type RateLimiter, rebindLimiter, type Reservation } from "../limiter.ts";
+import { type Charge, createRateLimiter, type Decision, type RateLimiter, rebindLimiter } from "../limiter.ts";
+import type { Reservation } from "../reservations.ts";
 import { isMemoryStore, memoryStore } from "../stores/memory-store.ts";
 import {
   isResilientStore,

@@ -11,6 +11,11 @@ export interface MemoryStoreOptions {
    * first, then the least recently used.
    */
   maxKeys?: number;
+  /**
+   * Most reservations outstanding at once (default 100,000). When full, expired ones go first,
+   * then the oldest: it can no longer be settled or cancelled and counts as its estimate.
+   */
+  maxReservations?: number;
 }
 
 /** The embedded store: bounded, synchronous, with no timer and no work at import time. */
@@ -18,6 +23,8 @@ export interface MemoryStore extends RateLimitStore {
   readonly name: "memory";
   /** Identifiers currently held. */
   readonly size: number;
+  /** Reservations outstanding (not yet settled, cancelled, or swept after their `ttl`). */
+  readonly reservations: number;
   dispose(): void;
 }
 
@@ -30,7 +37,17 @@ const MAX_KEYS = Math.floor(2 ** 31 / LAYOUTS) - 1;
 /** Per slot, before the policies' state: expiry (µs) and the used-since-passed mark (CLOCK). */
 const HEADER = 2;
 
-const OPTIONS: OptionSpecs = { maxKeys: /* @__PURE__ */ range("a whole number", 1, MAX_KEYS) };
+const OPTIONS: OptionSpecs = {
+  maxKeys: /* @__PURE__ */ range("a whole number", 1, MAX_KEYS),
+  maxReservations: /* @__PURE__ */ range("a whole number", 1, 100_000_000),
+};
+
+/** One outstanding reservation: what it was charged, into what, until when. */
+interface LedgerRecord {
+  readonly cost: number;
+  readonly marks: readonly number[];
+  readonly expiresAtUs: number;
+}
 
 /**
  * The state of every key that shares one sequence of policy kinds, in one growable
@@ -93,8 +110,12 @@ class Layout {
  * const limiter = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }), store: memoryStore({ maxKeys: 50_000 }) });
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  const { maxKeys = DEFAULT_MAX_KEYS } = parseOptions<MemoryStoreOptions>(options, "memoryStore()", OPTIONS);
-  return new MemoryStoreImpl(maxKeys);
+  const { maxKeys = DEFAULT_MAX_KEYS, maxReservations = DEFAULT_MAX_KEYS } = parseOptions<MemoryStoreOptions>(
+    options,
+    "memoryStore()",
+    OPTIONS,
+  );
+  return new MemoryStoreImpl(maxKeys, maxReservations);
 }
 
 /** True for a store made by {@link memoryStore}: it answers synchronously, from this process. */
@@ -123,15 +144,73 @@ class MemoryStoreImpl implements MemoryStore {
   #sinceSweep: number;
   readonly #maxKeys: number;
   readonly #sweepEvery: number;
+  /** Outstanding reservations by full key, NUL, id; in the order they were made. */
+  #ledger = new Map<string, LedgerRecord>();
+  readonly #maxReservations: number;
 
-  constructor(maxKeys: number) {
+  constructor(maxKeys: number, maxReservations: number) {
     this.#maxKeys = maxKeys;
+    this.#maxReservations = maxReservations;
     this.#sweepEvery = Math.max(1, maxKeys >> 3);
     this.#sinceSweep = this.#sweepEvery;
   }
 
   get size(): number {
     return this.#keys.size;
+  }
+
+  get reservations(): number {
+    return this.#ledger.size;
+  }
+
+  reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult {
+    const result = this.#decide(set, key, cost, nowMs, true);
+    if (result[0] !== 1) return result;
+    const ledger = this.#ledger;
+    if (ledger.size >= this.#maxReservations) this.#trimLedger(toMicros(nowMs));
+    const count = set.policies.length;
+    ledger.set(`${this.#fullKey(set.prefix, key)}\u0000${id}`, {
+      cost,
+      marks: count === 1 ? [result[5]!] : result.slice(1 + count * FIELDS_PER_POLICY),
+      expiresAtUs: toMicros(nowMs + ttlMs),
+    });
+    return result;
+  }
+
+  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean {
+    const fullKey = this.#fullKey(set.prefix, key);
+    const at = `${fullKey}\u0000${id}`;
+    const record = this.#ledger.get(at);
+    if (record === undefined) return false;
+    this.#ledger.delete(at);
+    const now = toMicros(nowMs);
+    // Past its ttl, a reservation counts as its estimate (as if swept at once).
+    if (record.expiresAtUs <= now) return false;
+    const layout = this.#layout(set);
+    const ref = this.#keys.get(fullKey);
+    // The key's state was evicted or reset, or belongs to another set: nothing it was charged in counts.
+    if (ref === undefined || (ref & LAYOUT_MASK) !== layout.id) return true;
+    const base = (ref >>> LAYOUT_BITS) * layout.width;
+    const data = layout.data;
+    let expiry = 0;
+    for (let p = 0; p < layout.algorithms.length; p++) {
+      const o = base + layout.offsets[p]!;
+      const log = layout.keepsLog[p] ? this.#logs[data[o]! - 1] : undefined;
+      const e = layout.algorithms[p]!.settle(set.policies[p]!, data, o, log, now, record.cost, actual, record.marks[p]!);
+      if (e > expiry) expiry = e;
+    }
+    data[base] = expiry;
+    return true;
+  }
+
+  /** Expired reservations go first; then, while still full, the oldest (its estimate stays charged). */
+  #trimLedger(now: number): void {
+    // Oldest first: with one ttl, the expired ones are at the front.
+    const ledger = this.#ledger;
+    for (const [at, record] of ledger) {
+      if (ledger.size < this.#maxReservations && record.expiresAtUs > now) break;
+      ledger.delete(at);
+    }
   }
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number): StoreResult {
@@ -170,6 +249,7 @@ class MemoryStoreImpl implements MemoryStore {
 
   dispose(): void {
     this.#keys.clear();
+    this.#ledger.clear();
     this.#clockHand = this.#keys.entries();
     this.#layouts = [];
     this.#layoutBySignature.clear();

@@ -73,6 +73,11 @@ export interface ResilientStoreStats {
   readonly lateCharges: number;
   /** Late charges given back: refunded once, into the window or state they went into. */
   readonly lateRefunds: number;
+  /**
+   * Reservations abandoned at their deadline that the store later admitted: each is cancelled
+   * once (by its id), as the request got the failure answer; counted in `lateRefunds` once done.
+   */
+  readonly lateReservations: number;
 }
 
 /** A store behind a deadline, a circuit breaker and a bound on calls in flight. */
@@ -228,6 +233,7 @@ class ResilientStoreImpl implements ResilientStore {
   #inFlight = 0;
   #lateCharges = 0;
   #lateRefunds = 0;
+  #lateReservations = 0;
   #answered = false;
   #firstCallAtMs: number | undefined;
   #lastNowMs: number | undefined;
@@ -266,6 +272,7 @@ class ResilientStoreImpl implements ResilientStore {
       failing: this.#failingSinceMs !== undefined,
       lateCharges: this.#lateCharges,
       lateRefunds: this.#lateRefunds,
+      lateReservations: this.#lateReservations,
     };
   }
 
@@ -287,6 +294,24 @@ class ResilientStoreImpl implements ResilientStore {
 
   reset(set: PolicySet, key: string): MaybePromise<void> {
     return this.#call(undefined, () => this.inner.reset(set, key), undefined);
+  }
+
+  reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): MaybePromise<StoreResult> {
+    const inner = this.inner;
+    return this.#call(
+      nowMs,
+      (signal) => (inner.reserve === undefined ? unsupported(inner, "reserve") : inner.reserve(set, key, cost, nowMs, id, ttlMs, signal)),
+      (late) => this.#lateReservation(set, key, id, nowMs, late as StoreResult),
+    );
+  }
+
+  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): MaybePromise<boolean> {
+    const inner = this.inner;
+    return this.#call(
+      nowMs,
+      () => (inner.settle === undefined ? unsupported(inner, "settle") : inner.settle(set, key, id, actual, nowMs)),
+      undefined,
+    );
   }
 
   dispose(): MaybePromise<void> {
@@ -399,6 +424,20 @@ class ResilientStoreImpl implements ResilientStore {
     );
   }
 
+  /**
+   * The late answer of a reservation abandoned at its deadline: when admitted, it is cancelled
+   * once, by its id (settled at 0: everything back, concurrency units released). A settle is
+   * idempotent, so a client's own retry of it cannot count twice.
+   */
+  #lateReservation(set: PolicySet, key: string, id: string, nowMs: number, result: StoreResult): void {
+    if (result[0] !== 1) return;
+    this.#lateReservations++;
+    new Promise<boolean>((resolve) => resolve(this.inner.settle!(set, key, id, 0, nowMs))).then(
+      () => this.#lateRefunds++,
+      () => undefined,
+    );
+  }
+
   #succeeded(atMs: number): void {
     this.#answered = true;
     this.#breaker?.success();
@@ -456,4 +495,12 @@ class ResilientStoreImpl implements ResilientStore {
       // A broken logger must not break the call.
     }
   }
+}
+
+/** A wrapped store without reservations: the caller's error (INVALID_ARGUMENT), not the store's failing. */
+function unsupported(store: RateLimitStore, operation: string): never {
+  throw new FloodgateError(
+    "INVALID_ARGUMENT",
+    `The ${store.name} store does not implement ${operation}(); reservations need a store that does.`,
+  );
 }

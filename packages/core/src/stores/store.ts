@@ -62,6 +62,29 @@ export interface RateLimitStore {
    * docs/refunds.md); without, into the current state.
    */
   refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): MaybePromise<void>;
+  /**
+   * A reservation: `consume` of `cost` and, when every policy admits it, in the same atomic step,
+   * a ledger record named `id` (unique, from the limiter) holding the cost and the charge's marks,
+   * kept `ttlMs`. The answer is `consume`'s (the marks follow the figures of an admission). A
+   * denial charges nothing and records nothing. See docs/reservations.md. Every store of this
+   * package implements it (and `settle`); a store without them cannot serve `limiter.reserve()`.
+   */
+  reserve?(
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    id: string,
+    ttlMs: number,
+    signal?: CallSignal,
+  ): MaybePromise<StoreResult>;
+  /**
+   * Settles reservation `id` at its true cost `actual` (0 cancels it), in one atomic step: reads
+   * and deletes its ledger record, then per policy gives back `cost − actual` or charges
+   * `actual − cost` into the record's marks (each algorithm's `settle`). Without a record (never
+   * reserved, settled already, expired) nothing changes; answers whether a record was settled.
+   */
+  settle?(set: PolicySet, key: string, id: string, actual: number, nowMs: number): MaybePromise<boolean>;
   /** Deletes exactly this key's state in this set, nothing else. */
   reset(set: PolicySet, key: string): MaybePromise<void>;
   /** Releases timers, connections or memory. The store is unusable afterwards. */

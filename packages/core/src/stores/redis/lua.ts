@@ -117,7 +117,8 @@ export const SCRIPT_SHA: Readonly<Record<PolicyKind | "multi", string>> = {
   "fixed-window": "f2f97b21f0175a091e8264ce5da4a87ffb3b9729",
   "sliding-window": "046daa16ba33f5aa3cb684c61da93a8cb59f9bbb",
   "sliding-log": "4ae0ae429af97cb8fd6bd399985e79665574edff",
-  multi: "a45e1af0ebe38b6eec9e5ed8b3bbe03630dd86bc",
+  concurrency: "72f051661616ac4d69bb592cd5e944d10a78d08b",
+  multi: "b5bd675b3f73b72bf644b26ddd320d407b2ead9d",
 };
 
 let scripts: Record<PolicyKind | "multi", LuaScript> | undefined;
