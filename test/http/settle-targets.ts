@@ -6,7 +6,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
-import { type HttpRateLimitOptions, rateLimitOf, type RateLimitInfo, withRateLimit } from "@floodgate/core";
+import { type HttpRateLimitOptions, type RateLimitInfo, rateLimitOf, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
@@ -211,9 +211,11 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
     async start(options) {
       const app = express4();
       app.use("/api/", expressRateLimit(options), expressRoute as never);
-      app.use(((_error: unknown, _req: ExpressRequest, res: ExpressResponse, _next: NextFunction) => {
-        res.status(500).send("failed");
-      }) as never);
+      app.use(
+        ((_error: unknown, _req: ExpressRequest, res: ExpressResponse, _next: NextFunction) => {
+          res.status(500).send("failed");
+        }) as never,
+      );
       return overHttp(createServer(app));
     },
   },

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { Redis } from "@upstash/redis/cloudflare";
 import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
-import { fixedWindow, rateLimitOf, type RateLimitInfo, upstashStore, withRateLimit } from "@floodgate/core";
+import { fixedWindow, type RateLimitInfo, rateLimitOf, upstashStore, withRateLimit } from "@floodgate/core";
 
 declare const __BRIDGE_URL__: string;
 declare const __BRIDGE_TOKEN__: string;

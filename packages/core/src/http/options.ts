@@ -222,8 +222,7 @@ function specs(): OptionSpecs {
   const isLimiter = (v: unknown): boolean => hasMethods("limit")(v) === true && Array.isArray((v as RateLimiter).policies);
   const isUnits = (v: unknown): boolean => isFunction(v) === true || whole(0)(v) === true;
   const isSettled = objectOf({ estimate: isUnits, actual: isFunction });
-  const isCost = (v: unknown): boolean =>
-    isUnits(v) || (isSettled(v) === true && (v as SettledCost).estimate !== undefined);
+  const isCost = (v: unknown): boolean => isUnits(v) || (isSettled(v) === true && (v as SettledCost).estimate !== undefined);
   const isRule = objectOf({ policy: isPolicies, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
   const isFormat = oneOf(FORMATS);
   const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) });

@@ -8,12 +8,12 @@ import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./head
 import {
   type CostFunction,
   type HttpRateLimitOptions,
-  type SettledCost,
   invalidHttpOption,
   type KeyFunction,
   type Rule,
   RULE_ACCEPTED,
   type RuleOptions,
+  type SettledCost,
   WHERE,
 } from "./options.ts";
 import { GuardedLimiter, type StoreFailurePolicy } from "./store-guard.ts";

@@ -1,4 +1,4 @@
-import { RESOLVED, type RateLimitResult } from "./result.ts";
+import { type RateLimitResult, RESOLVED } from "./result.ts";
 
 // Serverless platforms freeze or end a function once its response is sent; what Floodgate still
 // does then (settlements, releases, refunds, hooks' promises) is handed to the platform's
