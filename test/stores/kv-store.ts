@@ -11,6 +11,7 @@ import {
   FloodgateError,
   type PolicySet,
   type RateLimitStore,
+  type ReservationArgs,
   type StoreResult,
 } from "../../packages/core/src/index.ts";
 
@@ -41,11 +42,12 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
     nowMs: number,
     mode: EvaluateMode,
     marks?: readonly number[],
+    reservation?: ReservationArgs,
   ): Promise<StoreResult> {
     const k = keyOf(set, key);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const { value, version } = await kv.get(k);
-      const evaluation = evaluateState(set, value === undefined ? undefined : parseJson(value), cost, nowMs, mode, marks);
+      const evaluation = evaluateState(set, value === undefined ? undefined : parseJson(value), cost, nowMs, mode, marks, reservation);
       if (!evaluation.changed) return evaluation.result;
       const next = evaluation.state === undefined ? undefined : JSON.stringify(evaluation.state);
       if (await kv.setIf(k, version, next, evaluation.expiresAtMs)) return evaluation.result;
@@ -66,6 +68,10 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
       await run(set, key, cost, nowMs, "refund", marks);
     },
     reset: (set, key) => kv.delete(keyOf(set, key)),
+    // A reservation's record lives in the key's own state: reserving and settling stay one
+    // compare-and-set of one value.
+    reserve: (set, key, cost, nowMs, id, ttlMs) => run(set, key, cost, nowMs, "reserve", undefined, { id, ttlMs }),
+    settle: async (set, key, id, actual, nowMs) => (await run(set, key, 0, nowMs, "settle", undefined, { id, actual }))[0] === 1,
   };
 }
 

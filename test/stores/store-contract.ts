@@ -17,6 +17,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from "../../packages/core/src/index.ts";
+import { reservationContract } from "./reservation-contract.ts";
 
 export interface StoreHarness {
   /** A fresh store: on the server's clock, or on the time the limiter passes. Memory stores ignore the mode. */
@@ -490,5 +491,7 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         expect(b).toBeLessThanOrEqual(7_200_000);
       });
     });
+
+    reservationContract(() => ({ server, local, harness: h }));
   });
 }

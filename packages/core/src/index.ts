@@ -31,7 +31,7 @@ export {
   type StoreLogger,
 } from "./stores/resilient-store.ts";
 export { type MemoryStore, memoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
-export { type EvaluateMode, evaluateState, type KeyState, type StateEvaluation } from "./stores/state.ts";
+export { type EvaluateMode, evaluateState, type KeyState, type ReservationArgs, type StateEvaluation } from "./stores/state.ts";
 export { type UpstashRedisLike, upstashStore, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
 export { type IORedisLike, type NodeRedisLike, redisStore, type RedisStoreOptions } from "./stores/redis/redis-store.ts";
 export type { RedisScriptStore, ScriptStoreOptions } from "./stores/redis/script-store.ts";
@@ -45,6 +45,7 @@ export {
   type RateLimiterOptions,
   type RefundOptions,
 } from "./limiter.ts";
+export type { Reservation, ReserveOptions, SettleOptions } from "./reservations.ts";
 export { type FetchHandler, rateLimitOf, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.
 export type {

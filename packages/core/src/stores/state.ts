@@ -10,8 +10,24 @@ import type { PolicySet, StoreResult } from "./store.ts";
  * run each algorithm's own `apply` and `refund` in the same order.
  */
 
-/** What to evaluate: charge `cost` when every policy admits it, report for a cost of 1, or give `cost` back. */
-export type EvaluateMode = "consume" | "peek" | "refund";
+/**
+ * What to evaluate: charge `cost` when every policy admits it, report for a cost of 1, give
+ * `cost` back, reserve `cost` (a consume that also records the reservation), or settle one.
+ */
+export type EvaluateMode = "consume" | "peek" | "refund" | "reserve" | "settle";
+
+/** The reservation a `"reserve"` records (`id`, `ttlMs`) or a `"settle"` settles (`id`, `actual`). */
+export interface ReservationArgs {
+  /** The reservation's id, from the limiter. */
+  readonly id: string;
+  /** `"reserve"`: how long it can be settled. */
+  readonly ttlMs?: number;
+  /** `"settle"`: its true cost (0 cancels it). */
+  readonly actual?: number;
+}
+
+/** Most reservations one key's state holds: past it, the one expiring first goes (it keeps its estimate charged). */
+export const MAX_RESERVATIONS_PER_KEY = 1000;
 
 /**
  * One key's state under one policy set: JSON-serializable (numbers, arrays of numbers and one
@@ -29,6 +45,11 @@ export interface KeyState {
   readonly numbers: readonly number[];
   /** Per policy: its log of µs timestamps, or `null` for the kinds that keep none. */
   readonly logs: readonly (readonly number[] | null)[];
+  /**
+   * Outstanding reservations by id: `[expiresAtUs, estimate, ...one mark per policy]`. Absent
+   * when there are none. `expiresAtUs` of the state is never before theirs.
+   */
+  readonly reservations?: { readonly [id: string]: readonly number[] };
 }
 
 /** What {@link evaluateState} decided. */
@@ -68,13 +89,30 @@ export function evaluateState(
   nowMs: number,
   mode: EvaluateMode,
   marks?: readonly number[],
+  reservation?: ReservationArgs,
 ): StateEvaluation {
   const policies = set.policies;
   const algorithms = policies.map(algorithmOf);
   const kinds = policies.map((p) => p.kind).join(",");
   const now = toMicros(nowMs);
-  const read = parse(stored, kinds, algorithms);
+  const read = parse(stored, kinds, algorithms, policies.length);
   const foreign = stored !== undefined && read === undefined;
+
+  if (mode === "settle") {
+    // Answers [1] when a record was settled, [0] when there was none (or it had expired).
+    const id = reservation?.id ?? "";
+    const record = read?.reservations[id];
+    if (read === undefined || record === undefined) return unchanged(NOT_SETTLED, undefined);
+    delete read.reservations[id];
+    if (record[0]! <= now) return written(NOT_SETTLED, kinds, read.expiresAtUs, read, true, now);
+    const actual = reservation?.actual ?? 0;
+    let expiry = 0;
+    for (let p = 0; p < policies.length; p++) {
+      const e = algorithms[p]!.settle(policies[p]!, read.numbers, read.offsets[p]!, read.logs[p], now, record[1]!, actual, record[2 + p]!);
+      if (e > expiry) expiry = e;
+    }
+    return written(SETTLED, kinds, expiry, read, true, now);
+  }
 
   if (mode === "refund") {
     if (read === undefined) return unchanged(NO_RESULT, undefined);
@@ -86,7 +124,7 @@ export function evaluateState(
     return written(NO_RESULT, kinds, expiry, read, true);
   }
 
-  const charge = mode === "consume";
+  const charge = mode === "consume" || mode === "reserve";
   if (!charge) cost = 1;
   const state = read ?? blank(algorithms);
   const out = [0];
@@ -119,8 +157,15 @@ export function evaluateState(
     if (e > expiry) expiry = e;
   }
   for (let p = 0; p < policies.length; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
-  return written(out, kinds, expiry, state, true);
+  if (mode === "reserve") {
+    const expiresAtUs = toMicros(nowMs + (reservation?.ttlMs ?? 0));
+    state.reservations[reservation?.id ?? ""] = [expiresAtUs, cost, ...out.slice(1 + policies.length * FIELDS_PER_POLICY)];
+  }
+  return written(out, kinds, expiry, state, true, now);
 }
+
+const SETTLED: StoreResult = /* @__PURE__ */ Object.freeze([1]);
+const NOT_SETTLED: StoreResult = /* @__PURE__ */ Object.freeze([0]);
 
 /** A state unpacked for the algorithms, with a copy of what was read (to tell whether it changed). */
 interface Unpacked {
@@ -130,6 +175,8 @@ interface Unpacked {
   readonly expiresAtUs: number;
   readonly readNumbers: readonly number[];
   readonly readLogs: readonly (readonly number[] | null)[];
+  /** Outstanding reservations, changed in place by reserve and settle. */
+  readonly reservations: Record<string, number[]>;
 }
 
 function layout(algorithms: readonly Algorithm[]): { offsets: number[]; width: number } {
@@ -151,13 +198,14 @@ function blank(algorithms: readonly Algorithm[]): Unpacked {
     expiresAtUs: 0,
     readNumbers: [],
     readLogs: [],
+    reservations: Object.create(null) as Record<string, number[]>,
   };
 }
 
 const isFiniteArray = (v: unknown): v is number[] => Array.isArray(v) && v.every((n) => typeof n === "number" && Number.isFinite(n));
 
 /** The stored value as the algorithms' state, or undefined when it is not a valid state of these kinds. */
-function parse(value: unknown, kinds: string, algorithms: readonly Algorithm[]): Unpacked | undefined {
+function parse(value: unknown, kinds: string, algorithms: readonly Algorithm[], count: number): Unpacked | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const v = value as Partial<Record<keyof KeyState, unknown>>;
   if (v.v !== 1 || v.kinds !== kinds || typeof v.expiresAtUs !== "number" || !Number.isFinite(v.expiresAtUs)) return undefined;
@@ -174,7 +222,24 @@ function parse(value: unknown, kinds: string, algorithms: readonly Algorithm[]):
     if (!a.accepts(numbers, offsets[p]!, copy)) return undefined;
     logs.push(copy);
   }
-  return { numbers, offsets, logs, expiresAtUs: v.expiresAtUs, readNumbers: v.numbers, readLogs: v.logs as (number[] | null)[] };
+  // A malformed ledger reads as none: its reservations keep their estimates charged.
+  // Null prototypes: an id is data, never an inherited property.
+  const reservations: Record<string, number[]> = Object.create(null);
+  const ledger: unknown = v.reservations;
+  if (typeof ledger === "object" && ledger !== null && !Array.isArray(ledger)) {
+    for (const [id, record] of Object.entries(ledger)) {
+      if (isFiniteArray(record) && record.length === 2 + count) reservations[id] = record.slice();
+    }
+  }
+  return {
+    numbers,
+    offsets,
+    logs,
+    expiresAtUs: v.expiresAtUs,
+    readNumbers: v.numbers,
+    readLogs: v.logs as (number[] | null)[],
+    reservations,
+  };
 }
 
 function differs(s: Unpacked): boolean {
@@ -189,15 +254,31 @@ function differs(s: Unpacked): boolean {
   return false;
 }
 
-function written(result: StoreResult, kinds: string, expiresAtUs: number, s: Unpacked, changed: boolean): StateEvaluation {
+function written(result: StoreResult, kinds: string, expiresAtUs: number, s: Unpacked, changed: boolean, now?: number): StateEvaluation {
   const numbers = Array.from(s.numbers);
   // A log's reference is the memory store's; here the log sits beside the numbers.
   s.logs.forEach((log, p) => {
     if (log !== undefined) numbers[s.offsets[p]!] = 0;
   });
-  const state: KeyState = { v: 1, kinds, expiresAtUs, numbers, logs: s.logs.map((log) => (log === undefined ? null : log)) };
-  return { result, state, changed, expiresAtMs: Math.ceil(expiresAtUs / 1000) };
+  const state: Mutable<KeyState> = { v: 1, kinds, expiresAtUs, numbers, logs: s.logs.map((log) => (log === undefined ? null : log)) };
+  // Reservations: the expired ones go, the earliest-expiring beyond the bound; the state lasts as long as the latest.
+  let ids = Object.keys(s.reservations);
+  if (now !== undefined) ids = ids.filter((id) => s.reservations[id]![0]! > now);
+  if (ids.length > MAX_RESERVATIONS_PER_KEY) {
+    ids = ids.sort((a, b) => s.reservations[b]![0]! - s.reservations[a]![0]!).slice(0, MAX_RESERVATIONS_PER_KEY);
+  }
+  if (ids.length > 0) {
+    const kept: Record<string, number[]> = Object.create(null);
+    for (const id of ids) {
+      kept[id] = s.reservations[id]!;
+      if (kept[id]![0]! > state.expiresAtUs) state.expiresAtUs = kept[id]![0]!;
+    }
+    state.reservations = kept;
+  }
+  return { result, state, changed, expiresAtMs: Math.ceil(state.expiresAtUs / 1000) };
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 function unchanged(result: StoreResult, state: KeyState | undefined): StateEvaluation {
   return { result, state, changed: false, expiresAtMs: 0 };

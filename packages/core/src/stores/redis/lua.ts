@@ -39,7 +39,7 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  */
 
 /** Reads cost (refund: whether to refund it; charge: whether to consume it) and now (µs). */
-const prelude = (nowAt: string): string =>
+export const prelude = (nowAt: string): string =>
   `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
 local cost, now = ARGV[1] + 0, ARGV[${nowAt}]
 local refund, charge = cost < 0, cost > 0
@@ -72,7 +72,7 @@ return out
 }
 
 /** `if kind == "t" then <t's fragment> elseif ... end` over every kind, in the registry's order. */
-function dispatch(part: keyof LuaFragments): string {
+export function dispatch(part: keyof LuaFragments): string {
   const branches = POLICY_KINDS.map((kind) => `kind == "${ALGORITHMS[kind].lua.code}" then\n${ALGORITHMS[kind].lua.fragments[part]}`);
   return `if ${branches.join("elseif ")}end\n`;
 }

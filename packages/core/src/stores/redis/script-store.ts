@@ -5,6 +5,7 @@ import type { CallSignal, PolicySet, RateLimitStore, StoreResult } from "../stor
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
+import { ledgerKey, reservationScripts } from "./reservations.ts";
 
 /** Options shared by {@link upstashStore} and {@link redisStore}. */
 export interface ScriptStoreOptions {
@@ -63,6 +64,13 @@ interface Prepared {
   /** The whole ARGV of a consume of cost 1 and of a peek on the server's clock: the same every call. */
   readonly consume1: readonly string[];
   readonly peek: readonly string[];
+  /** Per policy: kind letter, limit, parameter (the reservation scripts' form, single policies too). */
+  readonly multiTail: readonly string[];
+  /**
+   * Whether denials may be cached: not with a concurrency policy, whose units come back when a
+   * holder settles (in any process), long before the timeout a cached denial would wait for.
+   */
+  readonly cacheable: boolean;
 }
 
 const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
@@ -145,6 +153,113 @@ export class ScriptStore implements RedisScriptStore {
       // A consume sent meanwhile may have run before it in Redis (another connection, an HTTP
       // request): its denial, remembered or in flight, predates the refund.
       this.#cache?.forget(base);
+    }
+  }
+
+  reserve(
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    id: string,
+    ttlMs: number,
+    signal?: CallSignal,
+  ): Promise<StoreResult> | StoreResult {
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    const base = baseKey(set.prefix, key);
+    const cache = prepared.cacheable ? this.#cache : undefined;
+    const sentAt = cache === undefined ? 0 : this.ownsClock ? monotonic() : nowMs;
+    if (cache !== undefined && cache.size > 0) {
+      const hit = cache.check(base, prepared.id, cost, sentAt);
+      if (hit !== undefined) return hit;
+    }
+    return this.#reserve(prepared, base, cost, nowMs, id, ttlMs, cache, sentAt, signal);
+  }
+
+  async settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): Promise<boolean> {
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    const base = baseKey(set.prefix, key);
+    const keys = keysOf(base, prepared.count);
+    keys.push(ledgerKey(base, id));
+    this.#cache?.forget(base);
+    try {
+      const reply = await this.#script(
+        reservationScripts().settle,
+        keys,
+        [String(actual), ...prepared.multiTail, this.#now(nowMs)],
+        "settle",
+      );
+      if (reply !== 0 && reply !== 1) {
+        throw new FloodgateError(
+          "STORE_ERROR",
+          `${this.name} store: settle got an unexpected reply from Redis (${describeValue(reply)}); expected 0 or 1.`,
+        );
+      }
+      return reply === 1;
+    } finally {
+      // As in refund: a denial remembered meanwhile predates the units given back.
+      this.#cache?.forget(base);
+    }
+  }
+
+  async #reserve(
+    prepared: Prepared,
+    base: string,
+    cost: number,
+    nowMs: number,
+    id: string,
+    ttlMs: number,
+    cache: DenyCache | undefined,
+    sentAt: number,
+    signal: CallSignal | undefined,
+  ): Promise<StoreResult> {
+    const keys = keysOf(base, prepared.count);
+    keys.push(ledgerKey(base, id));
+    const generation = cache?.generation ?? 0;
+    const reply = await this.#script(
+      reservationScripts().reserve,
+      keys,
+      [String(cost), ...prepared.multiTail, this.#now(nowMs), String(ttlMs)],
+      "reserve",
+      signal,
+    );
+    const length = 1 + prepared.count * FIELDS_PER_POLICY + (Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
+    if (!isResult(reply, length)) {
+      throw new FloodgateError(
+        "STORE_ERROR",
+        `${this.name} store: reserve got an unexpected reply from Redis (${
+          describeValue(reply)
+        }); expected an array of ${length} integers.`,
+      );
+    }
+    if (cache !== undefined && reply[0] === 0 && cache.generation === generation) {
+      cache.remember(base, prepared.id, cost, sentAt, reply, prepared.limits);
+    }
+    return reply;
+  }
+
+  /** The time argument: "" for the server's clock, else the limiter's in integer µs. */
+  #now(nowMs: number): string {
+    return this.ownsClock ? "" : String(toMicros(nowMs));
+  }
+
+  /** EVALSHA, then EVAL only on NOSCRIPT and only while the caller still waits (see #run). */
+  async #script(script: LuaScript, keys: string[], args: readonly string[], op: string, signal?: CallSignal): Promise<unknown> {
+    try {
+      return await this.#transport.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw storeError(this.name, op, error);
+      if (signal?.aborted === true) {
+        throw new FloodgateError(
+          "STORE_TIMEOUT",
+          `${this.name} store: ${op} was abandoned before the script was loaded; it was not sent again.`,
+        );
+      }
+      try {
+        return await this.#transport.eval(script.source, keys, args);
+      } catch (retryError) {
+        throw storeError(this.name, op, retryError);
+      }
     }
   }
 
@@ -233,6 +348,7 @@ export class ScriptStore implements RedisScriptStore {
 
   #prepare(set: PolicySet): Prepared {
     const tail: string[] = [];
+    const multiTail: string[] = [];
     const multi = set.policies.length > 1;
     for (const p of set.policies) {
       const lua = ALGORITHMS[p.kind].lua;
@@ -246,6 +362,7 @@ export class ScriptStore implements RedisScriptStore {
       }
       if (multi) tail.push(lua.code);
       tail.push(String(p.limit), String(lua.parameter(p)));
+      multiTail.push(lua.code, String(p.limit), String(lua.parameter(p)));
     }
     const scripts = luaScripts();
     const prepared: Prepared = Object.freeze({
@@ -256,6 +373,8 @@ export class ScriptStore implements RedisScriptStore {
       tail: Object.freeze(tail),
       consume1: Object.freeze(["1", ...tail]),
       peek: Object.freeze(["0", ...tail]),
+      multiTail: Object.freeze(multiTail),
+      cacheable: !set.policies.some((p) => p.kind === "concurrency"),
     });
     this.#prepared.set(set, prepared);
     return prepared;
