@@ -2,21 +2,30 @@
 // port; the test reads the address it prints, sends requests, and expects a 429 to appear.
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { concurrency, createRateLimiter, fixedWindow, upstashStore } from "@floodgate/core";
+import { startUpstashBridge } from "@floodgate/upstash-local";
+import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { startFakeLlm } from "../../examples/llm-gateway/fake-llm.ts";
+import { startRedis } from "../support/redis-server.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const children: ChildProcess[] = [];
-afterEach(() => {
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
   for (const child of children.splice(0)) child.kill("SIGTERM");
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 async function start(
   example: string,
   runtime: string[] = [`${root}node_modules/.bin/tsx`],
+  extraEnv: Record<string, string> = {},
 ): Promise<{ base: string; output: () => string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0" };
   delete env.UPSTASH_REDIS_REST_URL;
   delete env.UPSTASH_REDIS_REST_TOKEN;
+  Object.assign(env, extraEnv);
   const child = spawn(runtime[0]!, [...runtime.slice(1), `examples/${example}/server.ts`], {
     cwd: root,
     env,
@@ -116,4 +125,103 @@ describe("examples", () => {
     const { base } = await start("fetch", [`${root}node_modules/.bin/bun`]);
     expect(await statuses(6, `${base}/`)).toEqual([200, 200, 200, 200, 200, 429]);
   });
+
+  it("llm-gateway on Upstash (the local bridge): tokens in Redis equal the usage billed, completed, aborted or failed", async () => {
+    const redis = await startRedis();
+    cleanups.push(() => redis.stop());
+    const bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port } });
+    cleanups.push(() => bridge.stop());
+    // Words every 250 ms: a client that aborts after an event is gone long before the next.
+    const llm = await startFakeLlm({ gapMs: 250 });
+    cleanups.push(() => llm.close());
+    const { base, output } = await start("llm-gateway", undefined, {
+      LLM_URL: llm.url,
+      UPSTASH_REDIS_REST_URL: bridge.url,
+      UPSTASH_REDIS_REST_TOKEN: bridge.token,
+    });
+    expect(output()).toContain("Upstash Redis");
+    const redisClient = new Redis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
+    // The same policies and prefixes as the example's middlewares, to read their state back.
+    const tokens = createRateLimiter({
+      policy: fixedWindow({ limit: 20_000, window: "1m", name: "tokens" }),
+      store: upstashStore({ redis: redisClient }),
+      prefix: "llm:tokens:",
+    });
+    const requests = createRateLimiter({
+      policy: [concurrency({ limit: 2, timeout: "5m", name: "in-flight" }), fixedWindow({ limit: 60, window: "1m", name: "requests" })],
+      store: upstashStore({ redis: redisClient }),
+      prefix: "llm:requests:",
+    });
+    const used = async (key: string) => {
+      const d = await tokens.peek(key);
+      return d.limit - d.remaining;
+    };
+    const complete = (key: string, maxTokens: number, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+      fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+        body: JSON.stringify({ messages: [{ role: "user", content: "three prompt words" }], max_tokens: maxTokens }),
+        signal,
+      });
+    /** Reads `n` events of a streamed answer, then aborts it. */
+    const readEvents = async (response: Response, n: number, controller: AbortController) => {
+      const reader = response.body!.getReader();
+      let text = "";
+      while (text.split("\n\n").length - 1 < n) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        text += new TextDecoder().decode(chunk.value);
+      }
+      controller.abort();
+      return text;
+    };
+    await clearOfMinuteBoundary(20_000); // fixed windows of a minute, on Redis's clock
+
+    // Completed: 3 prompt tokens + 4 words.
+    const done = await complete("key-1", 4);
+    expect(done.status).toBe(200);
+    expect(done.headers.get("ratelimit-policy")).toBe('"tokens";q=20000;w=60');
+    expect(await done.text()).toContain("data: [DONE]");
+    await vi.waitFor(async () => expect(await used("key-1")).toBe(7), { timeout: 5000 });
+    expect(llm.billed[0]).toEqual({ totalTokens: 7, outcome: "completed" });
+
+    // Aborted by the client after two events: 3 + 2, not the estimate of 3 + 50.
+    const controller = new AbortController();
+    const aborted = await complete("key-1", 50, {}, controller.signal);
+    await readEvents(aborted, 2, controller);
+    await vi.waitFor(() => expect(llm.billed[1]?.outcome).toBe("client-closed"), { timeout: 5000 });
+    expect(llm.billed[1]!.totalTokens).toBe(5);
+    await vi.waitFor(async () => expect(await used("key-1")).toBe(12), { timeout: 5000 });
+
+    // The provider fails before streaming: 502, nothing charged.
+    const failed = await complete("key-1", 50, { "x-fake-fail": "before" });
+    expect(failed.status).toBe(502);
+    await failed.text();
+    // The provider breaks the stream after two events: what it billed.
+    const broken = await complete("key-1", 50, { "x-fake-fail": "midstream" });
+    await broken.text().catch(() => "");
+    expect(llm.billed.slice(2)).toEqual([{ totalTokens: 0, outcome: "failed" }, { totalTokens: 5, outcome: "failed" }]);
+    const billed = llm.billed.reduce((sum, b) => sum + b.totalTokens, 0);
+    await vi.waitFor(async () => expect(await used("key-1")).toBe(billed), { timeout: 5000 });
+    // Settled once: nothing more arrives later.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await used("key-1")).toBe(17);
+    const counted = await requests.peek("key-1");
+    expect(counted.policies.map((p) => [p.policy, p.limit - p.remaining])).toEqual([["in-flight", 0], ["requests", 4]]);
+
+    // Two requests in flight per key: the third is refused, with the concurrency policy's header.
+    const streams = [new AbortController(), new AbortController()];
+    const inFlight = await Promise.all(streams.map((c) => complete("key-2", 50, {}, c.signal)));
+    expect(inFlight.map((r) => r.status)).toEqual([200, 200]);
+    const third = await complete("key-2", 4);
+    expect(third.status).toBe(429);
+    expect(third.headers.get("ratelimit-policy")).toBe('"in-flight";q=2;qu="concurrent-requests", "requests";q=60;w=60');
+    await third.text();
+    expect((await complete("key-3", 1)).status).toBe(200); // another key is not affected
+    for (const [i, response] of inFlight.entries()) await readEvents(response, 1, streams[i]!);
+    await vi.waitFor(async () => expect((await requests.peek("key-2")).policies[0]!.remaining).toBe(2), { timeout: 5000 });
+    const again = await complete("key-2", 1);
+    expect(again.status).toBe(200);
+    await again.text();
+  }, 60_000);
 });

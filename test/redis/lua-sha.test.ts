@@ -3,6 +3,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { luaScripts, SCRIPT_SHA } from "../../packages/core/src/stores/redis/lua.ts";
+import { RESERVATION_SCRIPT_SHA, reservationScripts } from "../../packages/core/src/stores/redis/reservations.ts";
+
+/** Every script the Redis stores send. */
+const ALL_SCRIPTS = () => [...Object.values(luaScripts()), ...Object.values(reservationScripts())];
 
 describe("Lua scripts", () => {
   it("precomputed SHA1 constants match the script sources (run `npx tsx scripts/update-lua-sha.ts` after editing a script)", () => {
@@ -11,6 +15,13 @@ describe("Lua scripts", () => {
     );
     expect(actual).toEqual(SCRIPT_SHA);
     for (const s of Object.values(luaScripts())) expect(s.sha).toBe(createHash("sha1").update(s.source).digest("hex"));
+  });
+
+  it("precomputed SHA1 constants of the reservation scripts match their sources (stores/redis/reservations.ts)", () => {
+    const actual = Object.fromEntries(
+      Object.entries(reservationScripts()).map(([name, s]) => [name, createHash("sha1").update(s.source).digest("hex")]),
+    );
+    expect(actual).toEqual(RESERVATION_SCRIPT_SHA);
   });
 
   it("use no shebang flags and no command vanilla Redis 7 / Valkey lacks", () => {
@@ -26,10 +37,11 @@ describe("Lua scripts", () => {
       "RPUSH",
       "LTRIM",
       "LREM",
+      "LINSERT",
       "PEXPIRE",
       "DEL",
     ]);
-    for (const s of Object.values(luaScripts())) {
+    for (const s of ALL_SCRIPTS()) {
       expect(s.source).not.toMatch(/^\s*#!/);
       for (const [, command] of s.source.matchAll(/redis\.p?call\("([A-Z]+)"/g)) expect(allowed).toContain(command);
       expect(s.source).not.toMatch(/redis\.setresp|redis\.set_repl|redis\.replicate_commands/);
@@ -37,10 +49,11 @@ describe("Lua scripts", () => {
   });
 
   it("pass redis.call only strings (a Lua number argument is printed inexactly by some Redis 7 versions, e.g. 1e+08)", () => {
-    // Every argument is a string literal, the key, a string variable, or fmt("%d", ...).
-    const allowed = /^(?:"[^"]*"|k|bk|v|fmt\(.*\)|unpack\(batch\)|cost == 1 and "\d+" or fmt\(.*\))$/;
+    // Every argument is a string literal, a key, a string variable or argument, a concatenation of strings, or fmt("%d", ...).
+    const allowed =
+      /^(?:"[^"]*"|k|bk|v|KEYS\[[^\]]+\]|ARGV\[[^\]]+\]|table\.concat\(rec, ":"\)|fmt\(.*\)|unpack\(batch\)|cost == 1 and "\d+" or fmt\(.*\))$/;
     let calls = 0;
-    for (const s of Object.values(luaScripts())) {
+    for (const s of ALL_SCRIPTS()) {
       for (const [, list] of s.source.matchAll(/redis\.p?call\(([^\n]*)\)/g)) {
         calls++;
         const args: string[] = [];

@@ -4,7 +4,7 @@
  * the deny cache knows is denied.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRateLimiter, type PolicyKind } from "../../packages/core/src/index.ts";
+import { concurrency, createRateLimiter, fixedWindow, type PolicyKind, tokenBucket } from "../../packages/core/src/index.ts";
 import { hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, type RedisHarness, type UpstashHarness, upstashHarness } from "./harness.ts";
 
@@ -134,5 +134,33 @@ describe("redisStore round trips (INFO commandstats)", () => {
     calls = await commandCalls(h);
     expect(calls["evalsha"]).toBe(3);
     expect(calls["eval"]).toBe(1);
+  });
+
+  it("one EVALSHA per reserve and per settle (and per cancel), for a set of three policies; none for a denial's settle", async () => {
+    const limiter = createRateLimiter({
+      policy: [concurrency({ limit: 5 }), fixedWindow({ limit: 1000, window: "1h" }), tokenBucket({ capacity: 1000, refillRate: 1 })],
+      store: h.store("server"),
+      prefix: uniquePrefix(),
+    });
+    await (await limiter.reserve("warm")).settle(1);
+    await h.admin.config("RESETSTAT");
+    const held = [];
+    for (let i = 0; i < 5; i++) held.push(await limiter.reserve("u", { estimate: 10 }));
+    let calls = await commandCalls(h);
+    expect(calls["evalsha"]).toBe(5);
+    const denied = await limiter.reserve("u", { estimate: 10 });
+    expect(denied.decision.allowed).toBe(false);
+    await denied.cancel();
+    calls = await commandCalls(h);
+    expect(calls["evalsha"]).toBe(6);
+    await h.admin.config("RESETSTAT");
+    for (const [i, r] of held.entries()) await (i % 2 === 0 ? r.settle(12) : r.cancel());
+    // A spent handle answers without a call; a settle by id (another process's retry) is one call, and finds nothing.
+    for (const r of held) expect(await r.settle(3)).toBe(false);
+    expect((await commandCalls(h))["evalsha"]).toBe(5);
+    for (const r of held) expect(await limiter.settle("u", { id: r.id, actual: 3 })).toBe(false);
+    calls = await commandCalls(h);
+    expect(calls["evalsha"]).toBe(10);
+    expect(calls["eval"]).toBeUndefined();
   });
 });

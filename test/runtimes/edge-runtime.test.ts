@@ -83,6 +83,17 @@ for (const store of ["memory", "upstash"] as const) {
       if (store === "upstash") expect(fixture!.bridge.requests.total).toBeGreaterThanOrEqual(4);
     });
 
+    it("a cost settled after the streamed body, through Vercel's request-context waitUntil", async () => {
+      const response = await runtime.dispatchFetch("https://edge.test/settle/stream", from("203.0.113.60"));
+      expect(response.status).toBe(200);
+      expect(response.headers.get("x-ratelimit-remaining")).toBe("900"); // the estimate held
+      expect(await response.text()).toBe("chunk 1\nchunk 2\nchunk 3\n");
+      // What the runtime waits for after the response: the settlement, handed to event.waitUntil.
+      await response.waitUntil();
+      const peek = await runtime.dispatchFetch("https://edge.test/settle/peek");
+      expect(await peek.json()).toEqual({ remaining: 997 });
+    });
+
     if (store === "upstash") {
       it("keeps the state in Redis: a fresh runtime (a new edge instance) sees the same counters", async () => {
         const ip = "203.0.113.40";

@@ -3,7 +3,7 @@
 // workerd to the local bridge on 127.0.0.1. Fails (never skips) when miniflare/workerd is missing.
 //   npx vitest run test/runtimes/workerd.test.ts
 import type { Miniflare } from "miniflare";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { type BridgeFixture, bundle, requireBinary, requireBuilt, requirePackage, startBridge } from "./support.ts";
 
 const WORKERD_CONDITIONS = ["workerd", "worker", "browser", "import", "default"];
@@ -197,4 +197,37 @@ describe("workerd: memory store created at global scope, fetch wrapper", () => {
     expect(outcome).toMatch(/failed to start/);
     expect(log).toMatch(/Disallowed operation called within global scope/);
   });
+});
+
+describe("workerd: a cost settled after a streamed response, handed to the ExecutionContext's waitUntil", () => {
+  let mf: Miniflare;
+  beforeAll(async () => {
+    if (setupError !== undefined) return;
+    const built = await bundle("test/runtimes/workers/settle-upstash.ts", {
+      format: "esm",
+      conditions: WORKERD_CONDITIONS,
+      define: { __BRIDGE_URL__: JSON.stringify(fixture!.bridge.url), __BRIDGE_TOKEN__: JSON.stringify(fixture!.bridge.token) },
+    });
+    mf = await startWorker(built.code);
+  });
+
+  for (const via of ["hono", "fetch"] as const) {
+    it(`${via}: the estimate reserved, the reported units settled once the body has been sent`, async () => {
+      const { createRateLimiter, fixedWindow, upstashStore } = await import("../../packages/core/src/index.ts");
+      const { Redis } = await import("@upstash/redis");
+      const peeker = createRateLimiter({
+        policy: fixedWindow({ limit: 1000, window: "1h", name: "tokens" }),
+        store: upstashStore({ redis: new Redis({ url: fixture!.bridge.url, token: fixture!.bridge.token, enableTelemetry: false }) }),
+        prefix: `wk:${via}:`,
+      });
+      const before = (await (await mf.dispatchFetch("http://worker.test/__handed")).json() as { handed: number }).handed;
+      const response = await mf.dispatchFetch(`http://worker.test/${via}/stream`, from("203.0.113.50"));
+      expect(response.status).toBe(200);
+      expect(response.headers.get("x-ratelimit-remaining")).toBe("900"); // the estimate held
+      expect(await response.text()).toBe("chunk 1\nchunk 2\nchunk 3\n");
+      const after = (await (await mf.dispatchFetch("http://worker.test/__handed")).json() as { handed: number }).handed;
+      expect(after - before).toBe(1);
+      await vi.waitFor(async () => expect((await peeker.peek("worker-key")).remaining).toBe(997), { timeout: 5000 });
+    });
+  }
 });

@@ -59,7 +59,9 @@ export { type FetchHandler, getRateLimit, type RateLimitedFetchHandler, withRate
 export { ipKey, type IpKeyOptions } from "./http/ip-key.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.
 export type {
+  Cost,
   CostFunction,
+  EndedResponse,
   HandlerResponse,
   HttpRateLimitOptions,
   KeyFunction,
@@ -68,6 +70,7 @@ export type {
   RateLimitRequest,
   Rule,
   RuleOptions,
+  SettledCost,
 } from "./http/options.ts";
 export type { HandleOptions, RateLimitHandle } from "./http/rate-limit.ts";
 export type { RateLimitInfo } from "./http/result.ts";

@@ -5,11 +5,13 @@
  */
 import {
   createHttpRateLimiter,
+  handOffPending,
   type HttpRateLimitOptions,
   type NodeResponseLike,
   type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
+  settleAfterBody,
   settleOnClose,
   toFetchResponse,
   withHandle,
@@ -86,6 +88,15 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
     const result = await limiter.decideRequest(c, peer);
     if (result === undefined) return next();
     c.set("rateLimit", result.info);
+    // What is left after the response, to the platform's waitUntil: Workers' (Hono's getter throws
+    // without one), Netlify's (`hono/netlify` passes its context as `c.env.context`), or Vercel's.
+    let executionCtx: unknown;
+    try {
+      executionCtx = c.executionCtx;
+    } catch {
+      // Not on Workers.
+    }
+    handOffPending(result, executionCtx, (c.env as { context?: unknown } | undefined)?.context);
     if (!result.allowed) return toFetchResponse(result);
     const headers = result.headers;
     const outgoing = (c.env as NodeBindings)?.outgoing;
@@ -97,7 +108,7 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
       onNode ? outgoing!.setHeader(headers[i]!, headers[i + 1]!) : c.header(headers[i]!, headers[i + 1]!);
     }
     // On Node, settled when the response closes (0: the client left before it was sent); elsewhere
-    // when the handler returns (0 if the client has gone by then).
+    // when its body has been sent (0: cancelled or failed on the way, or the client has gone).
     if (onNode) settleOnClose(result, outgoing as unknown as NodeResponseLike);
     try {
       await next();
@@ -105,12 +116,18 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
       result.settle(500); // an error that escapes the app: the runtime answers 500
       throw error;
     }
-    if (result.settles && !onNode) result.settle(c.req.raw.signal?.aborted ? 0 : c.res.status);
+    let res = c.res;
+    if (result.settles && !onNode) {
+      if (c.req.method === "HEAD") result.settle(c.req.raw.signal?.aborted ? 0 : res.status, res);
+      else res = settleAfterBody(result, res, c.req.raw.signal);
+    }
     // A handler that returned its own Response skipped the prepared headers: add them to a copy
     // (its own headers may be immutable, as a proxied fetch response's are).
-    if (onNode || headers.length === 0 || c.res.headers.has(headers[0]!)) return;
-    c.res = new Response(c.res.body, c.res);
-    for (let i = 0; i < headers.length; i += 2) c.res.headers.set(headers[i]!, headers[i + 1]!);
+    if (!onNode && headers.length > 0 && !res.headers.has(headers[0]!)) {
+      res = new Response(res.body, res);
+      for (let i = 0; i < headers.length; i += 2) res.headers.set(headers[i]!, headers[i + 1]!);
+    }
+    if (res !== c.res) c.res = res;
   }, limiter);
 }
 

@@ -2,6 +2,7 @@ import { describeValue, FloodgateError } from "../errors.ts";
 import type { HttpRateLimitOptions, RequestAccess } from "./options.ts";
 import { createHttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
 import type { RateLimitInfo, RateLimitResult } from "./result.ts";
+import { handOffPending } from "./wait-until.ts";
 
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
 export type FetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Response | Promise<Response>;
@@ -16,6 +17,8 @@ const DECISIONS = new WeakMap<Request, RateLimitInfo>();
  * The rate-limit decision for `request`, inside a handler wrapped by {@link withRateLimit}:
  * `limit`, `remaining`, `resetAt`, `key`, `rule`, `source`...; `undefined` when the request was
  * not limited (skipped, allow-listed, no rule applies, cost 0) or is not one the wrapper passed on.
+ * What `c.get("rateLimit")` and `req.rateLimit` are in the middlewares: read the figures, or
+ * `report()` the units used when the cost is settled after the response.
  *
  * @example
  * const handler = withRateLimit((request) => {
@@ -84,11 +87,12 @@ function withHeaders(response: Response, headers: readonly string[]): Response {
  * Settles `result` once `response` has been sent: at once when it has no body (or the client is
  * gone already); else when its body has been read to the end (its status), or cancelled or
  * failed on the way (0: the client disconnected early), as Node's `close` before `finish` does.
+ * Returns the response to send: `response`, or a copy whose body is watched.
  */
-function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
+export function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
   const body = response.body;
   if (signal?.aborted || body === null) {
-    result.settle(signal?.aborted ? 0 : response.status);
+    result.settle(signal?.aborted ? 0 : response.status, response);
     return response;
   }
   const status = response.status;
@@ -103,7 +107,7 @@ function settleAfterBody(result: RateLimitResult, response: Response, signal: Ab
         throw error;
       }
       if (chunk.done) {
-        result.settle(status);
+        result.settle(status, response);
         controller.close();
       } else {
         controller.enqueue(chunk.value);
@@ -158,6 +162,9 @@ export function withRateLimit<Rest extends unknown[]>(
   return withHandle(async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
     const result = await limiter.decideRequest(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);
+    // What is left after the response, to the platform's waitUntil: Workers' ctx (the third
+    // argument), Netlify's context (the second), or Vercel's request context.
+    handOffPending(result, ...args);
     if (!result.allowed) return toFetchResponse(result);
     DECISIONS.set(request, result.info);
     let response: Response;
@@ -170,7 +177,7 @@ export function withRateLimit<Rest extends unknown[]>(
     // A client that went away before the response was sent counts as failed (status 0), as on Node's `close`.
     // A response to HEAD sends no body (Bun cancels it): settled at once, as a null body is.
     if (result.settles) {
-      if (request.method === "HEAD") result.settle(request.signal?.aborted ? 0 : response.status);
+      if (request.method === "HEAD") result.settle(request.signal?.aborted ? 0 : response.status, response);
       else response = settleAfterBody(result, response, request.signal);
     }
     return result.headers.length === 0 ? response : withHeaders(response, result.headers);

@@ -97,7 +97,10 @@ export function createHeaderWriter(
   const windowSeconds = (p: Policy): number => Math.max(1, Math.ceil(p.windowMs / 1000));
   const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${WINDOW}=${windowSeconds(p)}`]));
   const shortOf = (d: Decision): string => shortPolicy.get(d.policy) ?? "";
-  const ietfPolicy = policies.map((p) => `"${p.name}";${QUOTA}=${p.limit};${WINDOW}=${windowSeconds(p)}`).join(", ");
+  // An in-flight limit has no window: its quota is in concurrent requests (the draft's `qu`).
+  const ietfPolicy = policies.map((p) =>
+    `"${p.name}";${QUOTA}=${p.limit};${(p.kind as string) === "concurrency" ? 'qu="concurrent-requests"' : `${WINDOW}=${windowSeconds(p)}`}`
+  ).join(", ");
   const ietfPrefix = policies.map((p) => `"${p.name}";${REMAINING}=`);
   const single = policies.length === 1;
   const writers: HeaderWriter[] = [];

@@ -8,7 +8,9 @@
 export { createHttpRateLimiter, type HandleOptions, type HttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
 export type {
   AdapterOptions,
+  Cost,
   CostFunction,
+  EndedResponse,
   HandlerResponse,
   HttpRateLimitOptions,
   KeyFunction,
@@ -17,12 +19,14 @@ export type {
   RequestAccess,
   Rule,
   RuleOptions,
+  SettledCost,
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
 export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
 export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-guard.ts";
-export { getRateLimit, toFetchResponse } from "./fetch.ts";
+export { getRateLimit, settleAfterBody, toFetchResponse } from "./fetch.ts";
 export { ipKey, type IpKeyOptions } from "./ip-key.ts";
+export { handOffPending } from "./wait-until.ts";
 export { type NodeResponseLike, settleOnClose } from "./node-response.ts";
 export { targetPath } from "./rules.ts";
 export { DEFAULT_HEADER_FORMATS, HEADER_NAMES, type HeaderFormat } from "./headers.ts";

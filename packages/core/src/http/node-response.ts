@@ -9,10 +9,14 @@ export interface NodeResponseLike {
 }
 
 /**
- * Reports a Node response's outcome to `result.settle` when it closes: its status when it was
- * sent completely, 0 when the client disconnected first (a failed request).
+ * Reports a Node response's outcome to `result.settle` when it closes (after the last byte of a
+ * streamed body too): its status when it was sent completely, 0 when the client disconnected
+ * first (a failed request), with the response itself for a cost's `actual` to read.
  */
-export function settleOnClose(result: { readonly settles: boolean; settle(status: number): void }, res: NodeResponseLike): void {
+export function settleOnClose(
+  result: { readonly settles: boolean; settle(status: number, response?: unknown): void },
+  res: NodeResponseLike,
+): void {
   if (!result.settles) return;
-  res.once("close", () => result.settle(res.writableFinished === false ? 0 : res.statusCode));
+  res.once("close", () => result.settle(res.writableFinished === false ? 0 : res.statusCode, res));
 }

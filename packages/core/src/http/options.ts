@@ -78,6 +78,33 @@ export type CostFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<num
  */
 export type PolicyFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<Policy | readonly Policy[] | undefined>;
 
+/** A response once it has ended, as a cost's `actual` reads it. */
+export interface EndedResponse {
+  /** The status sent (the handler's, or 500 when it threw). */
+  readonly status: number;
+  /** A response header by lower-case name, as sent; `undefined` when absent. */
+  header(name: string): string | undefined;
+  /** What the handler reported through `report()`, if it did. */
+  readonly reported: number | undefined;
+}
+
+/**
+ * A cost known only after the response (an LLM call's tokens, a query's rows): `estimate` is
+ * reserved when the request arrives (all policies or none, like any cost); when the response
+ * ends, the actual cost is settled in its place, once. Actual: what `actual` returns for a
+ * response sent completely (`undefined`: as below); else (aborted, failed, or no `actual`) what
+ * the handler reported through `report()`, else the estimate.
+ */
+export interface SettledCost<Raw = unknown> {
+  /** Units reserved up front: a whole number >= 0, or a function returning one (0: not counted). */
+  estimate: number | CostFunction<Raw>;
+  /** The units the request used, read when its response has been sent completely. */
+  actual?: (req: RateLimitRequest<Raw>, res: EndedResponse) => MaybePromise<number | undefined>;
+}
+
+/** What a `cost` option accepts: fixed units, a function of the request, or a cost settled after the response. */
+export type Cost<Raw = unknown> = number | CostFunction<Raw> | SettledCost<Raw>;
+
 /** One tier of limits. */
 export interface RuleOptions<Raw = unknown> {
   /** One policy or several, all checked atomically; or a function of the request returning them (plans). */
@@ -89,7 +116,7 @@ export interface RuleOptions<Raw = unknown> {
   /** This rule's key (default: the top-level `key`, then the client IP). */
   key?: KeyFunction<Raw>;
   /** This rule's cost (default: the top-level `cost`, then 1). */
-  cost?: number | CostFunction<Raw>;
+  cost?: Cost<Raw>;
 }
 
 /** A rule: a policy, several policies, or {@link RuleOptions}. */
@@ -134,8 +161,11 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   leaseMs?: number;
   /** Default: the client IP (IPv6 grouped by `ipv6Subnet`). */
   key?: KeyFunction<Raw>;
-  /** Default 1. */
-  cost?: number | CostFunction<Raw>;
+  /**
+   * Units a request costs (default 1): a whole number, a function of the request, or
+   * `{ estimate, actual }` to reserve an estimate and settle the actual cost after the response.
+   */
+  cost?: Cost<Raw>;
   /** Requests for which this returns true are neither counted nor given headers. */
   skip?: (req: RateLimitRequest<Raw>) => MaybePromise<boolean>;
   /** IPs, CIDR ranges or keys that are never limited. */
@@ -194,10 +224,10 @@ export interface HttpRateLimitOptions<Raw = unknown> {
    * probe up to 30 s (default `{ failures: 5, cooldownMs: 1000, maxCooldownMs: 30000 }`); `false` to disable.
    */
   circuitBreaker?: false | CircuitBreakerOptions;
-  /** Called with every decision. */
-  onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void;
-  /** Called with every denial. */
-  onLimited?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void;
+  /** Called with every decision; a promise it returns joins `info.pending`. */
+  onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
+  /** Called with every denial; a promise it returns joins `info.pending`. */
+  onLimited?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
   /** Where warnings go (default `console`). */
   logger?: Logger;
   /** Misconfiguration warnings: all (default), none, or by code. */
@@ -219,7 +249,9 @@ let optionSpecs: OptionSpecs | undefined;
 function specs(): OptionSpecs {
   if (optionSpecs !== undefined) return optionSpecs;
   const isLimiter = (v: unknown): boolean => hasMethods("limit")(v) === true && Array.isArray((v as RateLimiter).policies);
-  const isCost = (v: unknown): boolean => isFunction(v) === true || whole(0)(v) === true;
+  const isUnits = (v: unknown): boolean => isFunction(v) === true || whole(0)(v) === true;
+  const isSettled = objectOf({ estimate: isUnits, actual: isFunction });
+  const isCost = (v: unknown): boolean => isUnits(v) || (isSettled(v) === true && (v as SettledCost).estimate !== undefined);
   const isPolicyOption = (v: unknown): boolean => isPolicies(v) === true || isFunction(v) === true;
   const isRule = objectOf({ policy: isPolicyOption, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
   const isFormat = oneOf(FORMATS);
@@ -245,7 +277,10 @@ function specs(): OptionSpecs {
     mode: [/* @__PURE__ */ oneOf(["exact", "leased"]), '"exact" (default) or "leased"'],
     leaseMs: [/* @__PURE__ */ whole(100, 3_600_000), "a whole number of ms from 100 to 3600000 (default 5000)"],
     key: FUNCTION,
-    cost: [isCost, "a whole number >= 0, or a function returning one"],
+    cost: [
+      isCost,
+      "a whole number >= 0, a function returning one, or { estimate: number | function, actual?: (req, res) => number }",
+    ],
     skip: FUNCTION,
     allowList: ADDRESS_LIST,
     denyList: ADDRESS_LIST,

@@ -17,10 +17,11 @@ import {
   WHERE,
 } from "./options.ts";
 import { createResponder, DENIED_RESPONSE, limitedRetryAfter, type PreparedResponse } from "./response.ts";
-import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
+import { RateLimitResult, type RequestEnd, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { type BoundLimiter, type CompiledRule, compileRules } from "./rules.ts";
 import type { Decision, RateLimiter } from "../limiter.ts";
 import type { Policy } from "../policies.ts";
+import { reservationEnd } from "./settlement.ts";
 import { errorText, storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";
 
@@ -330,7 +331,7 @@ export function createHttpRateLimiter<Raw>(
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > Number.MAX_SAFE_INTEGER) {
         throw new FloodgateError(
           "INVALID_ARGUMENT",
-          `${WHERE}: the \`cost\` function returned ${
+          `${WHERE}: the \`${rule.costName}\` function returned ${
             describeValue(cost)
           }; it must return a whole number from 0 to 9007199254740991 (0: the request is not counted).`,
         );
@@ -344,7 +345,7 @@ export function createHttpRateLimiter<Raw>(
       }
 
       const limiter = bound.limiter;
-      const answer = limiter.consume(key, cost, req);
+      const answer = bound.reserves ? limiter.reserve(key, cost, req) : limiter.consume(key, cost, req);
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
       const info = new RequestRateLimitInfo(outcome, key, rule.name, cost);
       const decision = outcome.decision;
@@ -354,19 +355,30 @@ export function createHttpRateLimiter<Raw>(
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
       // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
-      callHook("onDecision", o.onDecision, info, req);
+      const decided = callHook("onDecision", o.onDecision, info, req);
+      if (isThenable(decided)) info.wait(decided);
       let response: PreparedResponse | undefined;
       if (!info.allowed) {
-        callHook("onLimited", o.onLimited, info, req);
+        const limited = callHook("onLimited", o.onLimited, info, req);
+        if (isThenable(limited)) info.wait(limited);
         const prepared = respond(req, info, headers, retryAfter);
         response = isThenable(prepared) ? await prepared : prepared;
       }
-      const refund = refundWhen !== undefined && info.allowed && decision !== undefined
-        ? (status: number): void => {
-          if (refundWhen(req, status)) limiter.refund(outcome.source, key, cost, decision.charge);
-        }
+      const reservation = outcome.reservation;
+      const end: RequestEnd | undefined = reservation !== undefined
+        ? reservationEnd(
+          limiter,
+          { ...outcome, reservation },
+          info,
+          req,
+          rule.actual,
+          refundWhen && ((status) => refundWhen(req, status)),
+          warnings,
+        )
+        : refundWhen !== undefined && info.allowed && decision !== undefined
+        ? (status) => refundWhen(req, status) ? limiter.refund(outcome.source, key, cost, decision.charge) : undefined
         : undefined;
-      return new RateLimitResult(info, headers, response, refund);
+      return new RateLimitResult(info, headers, response, end);
     },
   };
 }

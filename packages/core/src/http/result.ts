@@ -1,4 +1,4 @@
-import type { FloodgateError } from "../errors.ts";
+import { describeValue, FloodgateError } from "../errors.ts";
 import type { Charge, Decision, PolicyDecision } from "../limiter.ts";
 import type { RateLimitRequest, RequestAccess } from "./options.ts";
 import type { PreparedResponse } from "./response.ts";
@@ -22,7 +22,26 @@ export interface RateLimitInfo extends Omit<Decision, "source"> {
   readonly storeError: FloodgateError | undefined;
   /** The limiter's decision (`undefined` for `allow`/`deny` after a store failure). */
   readonly decision: Decision | undefined;
+  /**
+   * Everything Floodgate still does for this request after the response: the settlement of a
+   * cost settled later, the release of a concurrency unit, a `skipSuccessfulRequests` refund, a
+   * hook's promise. Resolves when all of it is done; never rejects (a failure goes to
+   * `onStoreError` or the logger). Already resolved when there is nothing to wait for. The Hono
+   * middleware and `withRateLimit` hand it to the platform's `waitUntil` themselves.
+   */
+  readonly pending: Promise<void>;
+  /**
+   * Reports the units this request has used so far (a whole number >= 0, replacing an earlier
+   * report), for a rule whose `cost` is `{ estimate, actual? }`: what is settled when the
+   * response ends without an `actual` answer, or is aborted. Ignored for other rules and once
+   * the request is settled.
+   */
+  report(units: number): void;
 }
+
+/** The `pending` of a request with nothing left to do. */
+export const RESOLVED: Promise<void> = /* @__PURE__ */ Promise.resolve();
+const ignore = (): void => {};
 
 /** {@link RateLimitInfo} of one request: the figures copied from the decision once, for hooks and handlers to read. */
 export class RequestRateLimitInfo implements RateLimitInfo {
@@ -40,6 +59,11 @@ export class RequestRateLimitInfo implements RateLimitInfo {
   declare readonly resetAt: number;
   declare readonly retryAfterMs: number;
   declare readonly policy: string;
+  /** Units reported by the handler; `undefined` until it reports. */
+  #reported: number | undefined;
+  #pending: Promise<void> | undefined;
+  /** Open while a report can still change the settlement. */
+  #open = true;
 
   constructor(outcome: StoreOutcome, key: string, rule: string, cost: number) {
     const decision = outcome.decision;
@@ -67,9 +91,30 @@ export class RequestRateLimitInfo implements RateLimitInfo {
     return this.decision?.charge;
   }
 
-  /** What the limiter does after the decision (the decision's `pending`); resolved when there is none. */
   get pending(): Promise<void> {
-    return this.decision?.pending ?? Promise.resolve();
+    return this.#pending ?? RESOLVED;
+  }
+
+  report(units: number): void {
+    if (typeof units !== "number" || !Number.isInteger(units) || units < 0 || units > Number.MAX_SAFE_INTEGER) {
+      throw new FloodgateError(
+        "INVALID_ARGUMENT",
+        `rateLimit.report(): received ${describeValue(units)}; expected the units used so far, a whole number from 0 to 9007199254740991.`,
+      );
+    }
+    if (this.#open) this.#reported = units;
+  }
+
+  /** What the handler reported, and closes reporting: the settlement reads it once. */
+  takeReport(): number | undefined {
+    this.#open = false;
+    return this.#reported;
+  }
+
+  /** Adds `work` to {@link pending} (a rejection is swallowed: its failure was reported where it happened). */
+  wait(work: Promise<unknown>): void {
+    const all = this.#pending === undefined ? work : Promise.all([this.#pending, work]);
+    this.#pending = all.then(ignore, ignore);
   }
 
   /** The figures, key, rule, cost and source (not the decision object or the store error). */
@@ -92,41 +137,55 @@ export class RateLimitResult {
   declare readonly headers: readonly string[];
   /** The response to send when not allowed. */
   declare readonly response: PreparedResponse | undefined;
-  #refund: ((status: number) => void) | undefined;
+  #end: RequestEnd | undefined;
+  #ended: ((work: Promise<void> | void) => void) | undefined;
 
   /**
-   * Built by {@link HttpRateLimiter.decideRequest}; `refund` is set only when the request's final
-   * status may give its units back (`skipSuccessfulRequests`/`skipFailedRequests`).
+   * Built by {@link HttpRateLimiter.decideRequest}; `end` is set only when something is done
+   * once the response ends: a settlement, a release, or a refund by the final status.
    */
   constructor(
     info: RateLimitInfo,
     headers: readonly string[],
     response: PreparedResponse | undefined,
-    refund: ((status: number) => void) | undefined,
+    end: RequestEnd | undefined,
   ) {
     this.info = info;
     this.allowed = info.allowed;
     this.headers = headers;
     this.response = response;
-    this.#refund = refund;
+    this.#end = end;
+    if (end !== undefined && info instanceof RequestRateLimitInfo) {
+      info.wait(new Promise<Promise<void> | void>((resolve) => this.#ended = resolve));
+    }
   }
 
-  /** True when the adapter should report the final status through {@link settle}. */
+  /** True when the adapter should report how the response ended through {@link settle}. */
   get settles(): boolean {
-    return this.#refund !== undefined;
+    return this.#end !== undefined;
   }
 
   /**
-   * Reports how the request ended: its status, or 0 when the client disconnected before the
-   * response finished. Refunds (once) when `skipSuccessfulRequests`/`skipFailedRequests` say so.
+   * Reports how the request ended, once: its status, or 0 when the client disconnected (or the
+   * body failed) before the response was completely sent; and the response itself (Node's
+   * `ServerResponse` or a fetch `Response`), whose headers a cost's `actual` may read. Settles
+   * a cost settled later, releases a concurrency unit, or refunds by the status, as the rule says.
    */
-  settle(status: number): void {
-    const refund = this.#refund;
-    if (refund === undefined) return;
-    this.#refund = undefined;
-    refund(status);
+  settle(status: number, response?: unknown): void {
+    const end = this.#end;
+    if (end === undefined) return;
+    this.#end = undefined;
+    let work: Promise<void> | void = undefined;
+    try {
+      work = end(status, response);
+    } finally {
+      this.#ended?.(work);
+    }
   }
 }
+
+/** What is done once a response ends: given its status (0: not completely sent) and the response. */
+export type RequestEnd = (status: number, response: unknown) => Promise<void> | void;
 
 /** The request as the callbacks see it: the facts read once, headers on demand. */
 export class RequestView<Raw> implements RateLimitRequest<Raw> {

@@ -15,6 +15,7 @@ import {
   type Rule,
   RULE_ACCEPTED,
   type RuleOptions,
+  type SettledCost,
   WHERE,
 } from "./options.ts";
 import { GuardedLimiter, type StoreFailurePolicy } from "./store-guard.ts";
@@ -159,6 +160,11 @@ export function matchesPattern(pattern: RoutePattern, method: string, normalized
 export interface BoundLimiter {
   readonly limiter: GuardedLimiter;
   readonly policies: readonly Policy[];
+  /**
+   * Whether requests are reserved and settled when the response ends rather than charged at
+   * once: the rule's cost is settled later, or a policy counts requests in flight (concurrency).
+   */
+  readonly reserves: boolean;
   readonly writeHeaders: HeaderWriter | undefined;
   /** Requests already counted under this limiter's store and prefix, for the double-count warning. */
   readonly seen: WeakSet<object>;
@@ -184,7 +190,12 @@ export interface CompiledRule<Raw> {
   /** The limiters made so far (the one of a static rule). */
   bounds(): Iterable<BoundLimiter>;
   readonly key: KeyFunction<Raw> | undefined;
+  /** The units charged up front: the cost, or a settled cost's estimate. */
   readonly cost: number | CostFunction<Raw>;
+  /** A settled cost's `actual`, when the rule settles after the response. */
+  readonly actual: SettledCost<Raw>["actual"];
+  /** The option the cost function came from, for its errors: `cost` or `cost.estimate`. */
+  readonly costName: string;
 }
 
 /** Most policy sets one rule's `policy` function keeps a limiter for; the least recently used goes first. */
@@ -248,11 +259,12 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   const ownNamespace = (prefix: string, policies: readonly Policy[]): string =>
     o.prefix !== undefined ? prefix : `${prefix}${policyFingerprint(policies)}:`;
   const legacyReset = o.legacyReset ?? "epoch";
-  const bind = (limiter: RateLimiter): BoundLimiter => {
+  const bind = (limiter: RateLimiter, settles: boolean): BoundLimiter => {
     claimNamespace(limiter.store, limiter.prefix, limiter.policies);
     return {
       limiter: new GuardedLimiter(context.guard(limiter), context.failurePolicy),
       policies: limiter.policies,
+      reserves: settles || limiter.policies.some((p) => p.kind === "concurrency"),
       writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
       seen: seenOf(limiter),
       watched: 0,
@@ -273,11 +285,20 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     const rulePrefix = name === "default" ? basePrefix : `${basePrefix}${ruleSlug(name)}:`;
     const store = r.store ?? baseStore;
     const make = (policies: readonly Policy[], namespace: string): BoundLimiter =>
-      bind(createRateLimiter({ policy: policies, store, prefix: namespace, clock, ...leaseOptions }));
-    const base = { name, pattern, key: r.key, cost: r.cost ?? o.cost ?? 1 };
+      bind(createRateLimiter({ policy: policies, store, prefix: namespace, clock, ...leaseOptions }), settled !== undefined);
+    const cost = r.cost ?? o.cost ?? 1;
+    const settled = typeof cost === "object" ? cost : undefined;
+    const base = {
+      name,
+      pattern,
+      key: r.key,
+      cost: settled === undefined ? cost as number | CostFunction<Raw> : settled.estimate,
+      actual: settled?.actual,
+      costName: settled === undefined ? "cost" : "cost.estimate",
+    };
     if (typeof r.policy !== "function") {
       const bound = r.limiter !== undefined
-        ? bind(r.limiter)
+        ? bind(r.limiter, settled !== undefined)
         : make(toPolicies(r.policy!), ownNamespace(rulePrefix, toPolicies(r.policy!)));
       return { ...base, bound, policyOf: undefined, boundFor: () => bound, bounds: () => [bound] };
     }

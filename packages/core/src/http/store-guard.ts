@@ -1,5 +1,6 @@
 import { FloodgateError } from "../errors.ts";
 import { type Charge, createRateLimiter, type Decision, type RateLimiter, rebindLimiter } from "../limiter.ts";
+import type { Reservation } from "../reservations.ts";
 import { isMemoryStore, memoryStore } from "../stores/memory-store.ts";
 import {
   isResilientStore,
@@ -39,6 +40,8 @@ export interface StoreOutcome {
   readonly storeError: FloodgateError | undefined;
   /** The clock when the answer was in: what the response's header deltas are counted from. */
   readonly atMs: number;
+  /** An admitted reservation, to settle or cancel when the response ends ({@link GuardedLimiter.reserve}). */
+  readonly reservation?: Reservation | undefined;
 }
 
 /** The store-failure settings every rule of one middleware shares. */
@@ -131,11 +134,49 @@ export class GuardedLimiter {
   }
 
   /**
-   * Gives back what `consume` charged, to the limiter that charged it (the store, or the fallback).
-   * Fire and forget: skipped while the circuit is open; a failure (which counts against the
-   * breaker) is reported to `onStoreError`, whose answer has no use here.
+   * Reserves `estimate` for `key` (and a unit of every concurrency policy), to settle or cancel
+   * when the response ends: as {@link consume}, the store's answer or the store-failure policy's.
    */
-  refund(source: DecisionSource, key: string, cost: number, charge: Charge | undefined): void {
+  reserve(key: string, estimate: number, req: RateLimitRequest): StoreOutcome | Promise<StoreOutcome> {
+    const { limiter, policy } = this;
+    const reserved = (reservation: Reservation): StoreOutcome => ({
+      decision: reservation.decision,
+      source: "store",
+      storeError: undefined,
+      atMs: policy.clock(),
+      reservation: reservation.decision.allowed ? reservation : undefined,
+    });
+    let pending: Reservation | Promise<Reservation>;
+    try {
+      pending = limiter.reserve(key, { estimate });
+    } catch (thrown) {
+      return this.#failed(key, estimate, req, thrown, true);
+    }
+    if (!isThenable(pending)) return reserved(pending);
+    return pending.then(reserved, (thrown) => this.#failed(key, estimate, req, thrown, true));
+  }
+
+  /**
+   * Settles a reservation at `actual` units, or cancels it (`undefined`): once, where it was made
+   * (the store, or the fallback). The promise never rejects: a failure goes to `onStoreError`.
+   */
+  finish(source: DecisionSource, reservation: Reservation, actual: number | undefined): Promise<void> {
+    const store = (source === "fallback" ? this.#fallback! : this.limiter).store;
+    let pending: Promise<boolean>;
+    try {
+      pending = actual === undefined ? reservation.cancel() : reservation.settle(actual);
+    } catch (thrown) {
+      pending = Promise.reject(thrown);
+    }
+    return pending.then(() => {}, (thrown: unknown) => this.policy.report(toStoreError(thrown, store.name)));
+  }
+
+  /**
+   * Gives back what `consume` charged, to the limiter that charged it (the store, or the fallback).
+   * Skipped while the circuit is open; a failure (which counts against the breaker) is reported to
+   * `onStoreError`, whose answer has no use here. The promise never rejects.
+   */
+  refund(source: DecisionSource, key: string, cost: number, charge: Charge | undefined): Promise<void> | undefined {
     const { policy } = this;
     const onStore = source !== "fallback";
     const limiter = onStore ? this.limiter : this.#fallback!;
@@ -147,7 +188,7 @@ export class GuardedLimiter {
     } catch {
       return;
     }
-    pending.then(undefined, (thrown: unknown) => policy.report(toStoreError(thrown, limiter.store.name)));
+    return pending.then(undefined, (thrown: unknown) => policy.report(toStoreError(thrown, limiter.store.name)));
   }
 
   /** Clears `key` in the store (a failure rejects) and in the fallback limiter, if one was made. */
@@ -157,7 +198,7 @@ export class GuardedLimiter {
   }
 
   /** A store call that failed: a bad argument is the caller's (rethrown); anything else, the store-error policy decides. */
-  async #failed(key: string, cost: number, req: RateLimitRequest, thrown: unknown): Promise<StoreOutcome> {
+  async #failed(key: string, cost: number, req: RateLimitRequest, thrown: unknown, reserve = false): Promise<StoreOutcome> {
     if (thrown instanceof FloodgateError && thrown.code === "INVALID_ARGUMENT") throw thrown;
     const { limiter, policy } = this;
     const atMs = policy.clock();
@@ -165,6 +206,11 @@ export class GuardedLimiter {
     const action = policy.choose(storeError, req);
     if (action !== "fallback") return { decision: undefined, source: action, storeError, atMs };
     this.#fallback ??= createRateLimiter({ policy: limiter.policies, store: memoryStore(), prefix: limiter.prefix, clock: policy.clock });
+    if (reserve) {
+      const reservation = await this.#fallback.reserve(key, { estimate: cost });
+      const decision = reservation.decision;
+      return { decision, source: "fallback", storeError, atMs, reservation: decision.allowed ? reservation : undefined };
+    }
     const decision = await this.#fallback.limit(key, costOption(cost));
     return { decision, source: "fallback", storeError, atMs };
   }
