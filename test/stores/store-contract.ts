@@ -470,6 +470,26 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>):
         await limiter.penalty("k", { cost: 3 });
         expect((await limiter.limit("k")).retryAfterMs).toBe(300_000);
       });
+
+      it("reservations and blocks: a denied reservation blocks the key, a blocked key reserves nothing", async () => {
+        const { limiter, at } = timed([windowed(kind, 2, 10_000, "p", { block: "1m" }), windowed("fixed-window", 50, 3_600_000, "h")]);
+        const first = await limiter.reserve("k", { estimate: 2 });
+        expect(first.decision.allowed).toBe(true);
+        const denied = await limiter.reserve("k");
+        expect(denied.decision.allowed).toBe(false);
+        expect(denied.decision.retryAfterMs).toBe(60_000);
+        expect(await denied.settle(5)).toBe(false); // a denial reserved nothing to settle
+        await first.cancel(); // the units come back, the block stays
+        at(30_000);
+        const blocked = await limiter.reserve("k");
+        expect(blocked.decision.allowed).toBe(false);
+        expect(blocked.decision.retryAfterMs).toBe(30_000);
+        at(60_000);
+        const after = await limiter.reserve("k");
+        expect(after.decision.allowed).toBe(true);
+        // Nothing was charged by the denials: the cancelled 2 came back, only this 1 is held.
+        expect(after.decision.policies.map((p) => p.remaining)).toEqual([1, 49]);
+      });
     });
 
     describe("several policies", () => {

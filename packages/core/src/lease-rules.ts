@@ -20,12 +20,14 @@ export function leasedLimits(policies: readonly Policy[], lifeMs: number): numbe
 }
 
 /**
- * Whether a set is leased (false: it is decided exactly, as a set containing a sliding log
- * always is). Throws LEASE_UNSUITABLE for a token bucket whose reserve for `lifeMs` exceeds
+ * Whether a set is leased (false: it is decided exactly, as a set containing a sliding log, a
+ * concurrency policy or a policy with a \`block\` always is). Throws LEASE_UNSUITABLE for a token bucket whose reserve for `lifeMs` exceeds
  * {@link MAX_RESERVE_FRACTION} of its capacity.
  */
 export function checkLeasable(where: string, policies: readonly Policy[], lifeMs: number): boolean {
-  if (policies.some((p) => p.kind === "sliding-log")) return false;
+  // A sliding log writes an entry per unit anyway; a concurrency unit is held by one request, not
+  // spent; a block starts with a denial in any instance, which a lease elsewhere would not see.
+  if (policies.some((p) => p.kind === "sliding-log" || p.kind === "concurrency" || p.blockMs > 0)) return false;
   for (const p of policies) {
     if (p.kind !== "token-bucket") continue;
     const reserve = tokenReserve(p, lifeMs);

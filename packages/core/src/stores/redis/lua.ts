@@ -58,7 +58,7 @@ local ok, a, b, c, d, e
  * every policy denied with 0 remaining, its reset and wait at least until the block ends. Run
  * after the eval fragments, with \`bu\` the end of the block; nothing is committed.
  */
-const BLOCKED = `out[1] = 0
+export const BLOCKED = `out[1] = 0
 for q = 2, #out, 4 do
   out[q], out[q + 1] = 0, 0
   if out[q + 2] < ceil(bu / 1000) then out[q + 2] = ceil(bu / 1000) end

@@ -1,4 +1,4 @@
-import { dispatch, type LuaScript, prelude } from "./lua.ts";
+import { BLOCKED, dispatch, type LuaScript, prelude } from "./lua.ts";
 
 /*
  * The two reservation scripts, one atomic call each, for every policy set (single policies too:
@@ -7,7 +7,10 @@ import { dispatch, type LuaScript, prelude } from "./lua.ts";
  *   KEYS      the policy keys (`prefix{identifier}`, then `:1`, `:2`...), then the ledger key
  *             `prefix{identifier}:r:<id>` (same hash tag: one Cluster slot)
  *   reserve   ARGV[1] the estimate; per policy p, from ARGV[p * 3 - 1]: kind letter, limit,
- *             parameter; then now in µs ("" for the server's clock); then the ttl in ms.
+ *             parameter; then now in µs ("" for the server's clock); then the ttl in ms;
+ *             then, when a policy has a \`block\`, per policy its block in ms. A blocked key
+ *             (\`<first key>:b\`) is denied and charged nothing; a denial by a blocking policy
+ *             blocks the key, as the consume scripts do.
  *             Admitted: every policy charged (each kind's commit) and the ledger key written as
  *             "expiresAtUs:estimate:mark1:mark2..." with PX ttl (no ledger key without a TTL).
  *             The expiry is on the script's clock, so a ledger read on injected time expires as
@@ -26,9 +29,26 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 function reserveScript(): string {
   return `${prelude("#KEYS * 3 - 1")}local n = #KEYS - 1
 local out, h = {1}, {}
+local bk = KEYS[1] .. ":b"
+local bu = tonumber(redis.pcall("GET", bk))
 for p = 1, n do
 ${POLICY("n")}${dispatch("eval")}if not ok then out[1] = 0 end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
+end
+if bu and bu > now then
+${BLOCKED}return out
+end
+if out[1] == 0 then
+local bm = 0
+for p = 1, n do
+local v = ARGV[#KEYS * 3 + p]
+if v and out[p * 4 - 2] == 0 and v + 0 > bm then bm = v + 0 end
+end
+if bm > 0 then
+bu = now + bm * 1000
+redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", bm))
+${BLOCKED}end
+return out
 end
 if out[1] == 1 and charge then
 local rec = {fmt("%d", now + ARGV[#KEYS * 3] * 1000), fmt("%d", cost)}
@@ -72,7 +92,7 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "50e76f9acb046e76732329b097a71a559197b0eb",
+  reserve: "774f3dcc8b4dff08800367dae9676f3bb22b6c77",
   settle: "3b703fff92d9f8339ff1f512f1be6cca004ff27c",
 } as const;
 

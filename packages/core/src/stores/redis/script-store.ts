@@ -222,7 +222,7 @@ export class ScriptStore implements RedisScriptStore {
     const reply = await this.#script(
       reservationScripts().reserve,
       keys,
-      [String(cost), ...prepared.multiTail, this.#now(nowMs), String(ttlMs)],
+      [String(cost), ...prepared.multiTail, this.#now(nowMs), String(ttlMs), ...prepared.blocks],
       "reserve",
       signal,
     );
