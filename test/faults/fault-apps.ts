@@ -20,8 +20,8 @@ import {
   createRateLimiter,
   type RateLimitStore,
   redisStore,
-  resilientStore,
   type ResilientStore,
+  resilientStore,
   upstashStore,
 } from "../../packages/core/src/index.ts";
 import { ADAPTERS } from "../hostile/support.ts";

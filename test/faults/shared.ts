@@ -47,4 +47,3 @@ export type Command =
   | { type: "stats"; peek?: boolean }
   | { type: "settle"; timeoutMs: number }
   | { type: "exit" };
-

@@ -17,8 +17,15 @@ const APPS = fileURLToPath(new URL("./fault-apps.ts", import.meta.url));
 const BRIDGE = fileURLToPath(new URL("./bridge-process.ts", import.meta.url));
 
 /** A forked tsx process with IPC, and a way to ask it something and wait for its answer. */
-function forkTs(file: string, env: Record<string, string>): { child: ChildProcess; ask<T>(command: object, reply: string): Promise<T>; ready: Promise<any> } {
-  const child = fork(file, [], { execArgv: ["--import", "tsx"], env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+function forkTs(
+  file: string,
+  env: Record<string, string>,
+): { child: ChildProcess; ask<T>(command: object, reply: string): Promise<T>; ready: Promise<any> } {
+  const child = fork(file, [], {
+    execArgv: ["--import", "tsx"],
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   const ask = <T>(command: object | undefined, reply: string): Promise<T> =>
     new Promise((resolve, reject) => {
       const onExit = (code: number | null): void => reject(new Error(`${file} exited (${code})`));
