@@ -231,7 +231,6 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
   expect(badStatus.slice(0, 3), "answers other than 200 (or 429 from a deny policy)").toEqual([]);
   for (const app of r.apps) expect(stats.apps[app.name]!.errors, `${app.name}: errors in the app's error handler`).toBe(0);
   for (const [label, t] of Object.entries(timed)) {
-    expect(t.requests, `${label}: requests started during the fault`).toBeGreaterThan(0);
     if (!timingMeasured) continue;
     expect(t.requests, `${label}: requests started during the fault`).toBeGreaterThan(100);
     expect(t.server.p99, `${label}: decision p99 ≤ timeoutMs + 10 ms + the event loop's p99 lag`).toBeLessThanOrEqual(t.server.bound);
@@ -263,8 +262,16 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
     }
     expect(a.held, `${store}: units held ≤ store admissions + the counted unknowns`).toBeLessThanOrEqual(a.storeAdmissions + unaccountable);
   }
-  // Every fault was seen and told once per store it hit (a failing line and a recovery line).
+  // Every fault was seen: the store failed, and each Upstash fault answered requests. On a machine
+  // too busy to send requests during a 1.5 s window, that is said, not asserted.
   for (const store of injected.hit) expect(stats.stores[store]!.failures, `${store} failed during the fault`).toBeGreaterThan(0);
+  if (name === "bridge faults") {
+    const exercised = { "500": proxy.failed, garbage: proxy.garbage, slow: proxy.delayed, "500 after the command ran": proxy.lostAfterRun };
+    for (const [fault, n] of Object.entries(exercised)) {
+      if (timingMeasured) expect(n, `the proxy answered requests with "${fault}"`).toBeGreaterThan(0);
+      else if (n === 0) console.warn(`[faults] ${name}: no request met the "${fault}" fault on this busy machine`);
+    }
+  }
 }
 
 const KILL_TIMEOUT = 120_000;
