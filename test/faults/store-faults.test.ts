@@ -1,16 +1,21 @@
 /**
  * Store faults under load, with real processes: redis-server SIGKILLed and restarted (persistence
  * off, and on with appendfsync always), SIGSTOPped for 5 s, and the Upstash bridge answering
- * 500s, garbage and slow replies (through the fault proxy, a real HTTP hop), while ~200 closed-loop
+ * 500s, garbage and slow replies (through the fault proxy, a real HTTP hop), while 200 closed-loop
  * clients hit Express 5, Hono on @hono/node-server, Koa and withRateLimit (node:http), each over
  * ioredis and over the Upstash store, each with every onStoreError policy: 24 apps side by side
  * in one app process, plus a trivial handler in the same process whose latency is the floor.
  *
  * Asserted for every fault: every request answered, no 5xx, no crash, no unhandled rejection or
- * uncaught exception; during a stall or slow replies, p99 of the requests that started during the
- * fault ≤ timeoutMs + 10 ms + the floor's p99 over the same requests' window; every decision
- * from the store again ≤ 2 s after it returns; calls in flight ≤ maxInFlight; every late charge
- * given back; and, counted per app, the units Redis holds ≤ the admissions the store answered.
+ * uncaught exception; calls in flight ≤ maxInFlight; every late charge settled (given back, or
+ * counted as failed); per app, the units Redis holds ≤ the admissions the store answered plus the
+ * charges no client can know (counted: consumes in flight at a kill, failed late refunds, replies
+ * lost after the command ran), and exactly those admissions when the state survives and there
+ * are none. Asserted when the machine is quiet enough to measure them (event-loop lag p99 ≤
+ * 100 ms before the fault; else said on stderr): during a stall or slow replies, the p99 from a
+ * request's arrival to its decision ≤ timeoutMs + 10 ms + the lag's p99 over the same window, and
+ * the clients' p99 ≤ that + the trivial handler's p99; every app decided by the store again ≤ 2 s
+ * (+ the lag's p99) after the store returns.
  *
  * Figures go to stdout as `[faults] {...}` lines (docs/reliability.md quotes them).
  */
