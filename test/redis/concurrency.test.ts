@@ -1,17 +1,19 @@
 /**
  * Exactness under concurrency: 4 OS processes × 250 concurrent `limit()` calls on one identifier
  * with a limit of 100 admit exactly 100, for every algorithm, through the Upstash bridge (HTTP)
- * and through TCP (ioredis).
+ * and through TCP (ioredis). And with redis-server SIGKILLed and restarted mid-run: with
+ * persistence on, the admissions the store answered never exceed the limit; with it off, the
+ * restart forgets the window, and each life of the state admits at most the limit.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis as IORedis } from "ioredis";
 import { createRateLimiter, type PolicyKind, redisStore } from "../../packages/core/src/index.ts";
-import { hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
+import { clearOfHourBoundary, hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
 import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "@floodgate/upstash-local";
-import type { RunMessage } from "./fixtures/concurrency-worker.ts";
+import type { DoneMessage, RunMessage } from "./fixtures/concurrency-worker.ts";
 
 const WORKER = fileURLToPath(new URL("./fixtures/concurrency-worker.ts", import.meta.url));
 const PROCESSES = 4;
@@ -122,6 +124,68 @@ describe.each(["tcp", "upstash"] as const)("exactness under concurrency: %s", (t
         prefix,
       }).peek("hot");
       expect(peek.policies.map((p) => p.limit - p.remaining)).toEqual(limits.map(() => LIMIT));
+    },
+    60_000,
+  );
+});
+
+/** Sends `message` to every worker and sums what they report (workers in resilient mode). */
+async function runAll(workers: ChildProcess[], message: RunMessage): Promise<Required<Omit<DoneMessage, "type">>> {
+  const replies = workers.map(nextMessage);
+  for (const w of workers) w.send(message);
+  const sum = { allowed: 0, failed: 0, lateCharges: 0, lateRefunds: 0, lateRefundsFailed: 0 };
+  for (const r of await Promise.all(replies)) {
+    if (r.type !== "done") throw new Error(`worker failed: ${JSON.stringify(r)}`);
+    const done = r as DoneMessage;
+    for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += done[k] ?? 0;
+  }
+  return sum;
+}
+
+const AOF = ["--appendonly", "yes", "--appendfsync", "always"];
+
+describe.each([
+  ["on (appendonly, appendfsync always)", AOF, true],
+  ["off", [] as string[], false],
+])("exactness with redis-server SIGKILLed and restarted mid-run, persistence %s (tcp)", (_what, args, persistent) => {
+  let redis: RedisInstance;
+  let workers: ChildProcess[] = [];
+  beforeAll(async () => {
+    redis = await startRedis({ args });
+    workers = await startWorkers({ FG_TRANSPORT: "tcp", FG_PORT: String(redis.port) });
+  }, 60_000);
+  afterAll(async () => {
+    await stopWorkers(workers);
+    await redis?.stop();
+  });
+
+  it.each(KINDS)(
+    `${PROCESSES} processes: 10 calls each, then ${
+      CALLS - 10
+    } concurrent each with redis-server killed 2 ms in and restarted 300 ms later: %s`,
+    async (kind) => {
+      await clearOfHourBoundary(20_000);
+      const base: RunMessage = { type: "run", kind, prefix: uniquePrefix(), key: "hot", limit: LIMIT, calls: 10, resilient: true };
+      const first = await runAll(workers, base);
+      expect(first.allowed).toBe(PROCESSES * 10);
+      const second = runAll(workers, { ...base, calls: CALLS - 10 });
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      redis.kill("SIGKILL");
+      await redis.exited();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await redis.restart();
+      const after = await second;
+      const total = first.allowed + after.allowed;
+      console.log(`[exactness-restart] ${JSON.stringify({ kind, persistence: persistent, admitted: total, ...after })}`);
+      // Every late charge settled: given back, or counted as staying.
+      expect(after.lateRefunds + after.lateRefundsFailed).toBe(after.lateCharges);
+      if (persistent) {
+        // The state survived the restart: the store-answered admissions never exceed the limit.
+        expect(total).toBeLessThanOrEqual(LIMIT);
+      } else {
+        // The restart forgot the window: each life of the state admits at most the limit.
+        expect(total).toBeLessThanOrEqual(2 * LIMIT);
+      }
     },
     60_000,
   );
