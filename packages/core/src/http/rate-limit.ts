@@ -260,8 +260,10 @@ export function createHttpRateLimiter<Raw>(
       const bounds = rule.bound !== undefined || options?.policy !== undefined ? [boundOf(rule, options?.policy)] : [...rule.bounds()];
       for (const bound of bounds) await bound.limiter.reset(fitKey(key));
     },
-    peek: (key, options) => limiterOf(options).peek(fitKey(key)),
-    penalty: (key, options) => limiterOf(options).penalty(fitKey(key), options?.cost === undefined ? undefined : { cost: options.cost }),
+    // async: a bad rule or a missing policy rejects, as a store failure does.
+    peek: async (key, options) => limiterOf(options).peek(fitKey(key)),
+    penalty: async (key, options) =>
+      limiterOf(options).penalty(fitKey(key), options?.cost === undefined ? undefined : { cost: options.cost }),
     limiterFor: (rule, policy) => limiterOf({ rule, policy }),
     async decideRequest(raw, peerIp, ipResolved = false) {
       requestsServed = true;
