@@ -291,14 +291,6 @@ export function createHttpRateLimiter<Raw>(
       const keyFunction = rule.key ?? o.key;
       const returnedKey = keyFunction === undefined ? undefined : called("key", keyFunction, req);
       const givenKey = isThenable(returnedKey) ? await returnedKey : returnedKey;
-      if (givenKey !== undefined && typeof givenKey !== "string") {
-        throw new FloodgateError(
-          "INVALID_ARGUMENT",
-          `${WHERE}: the \`key\` function returned ${
-            describeValue(givenKey)
-          }; it must return a string, or undefined or "" for the client's address. The request was not counted.`,
-        );
-      }
       const key = givenKey === undefined || givenKey === ""
         ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
         : fitKey(givenKey);
@@ -316,6 +308,15 @@ export function createHttpRateLimiter<Raw>(
         );
       }
       if (cost === 0) return undefined;
+      // After the cost: a request of cost 0 is not counted, whatever its key.
+      if (givenKey !== undefined && typeof givenKey !== "string") {
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `${WHERE}: the \`key\` function returned ${
+            describeValue(givenKey)
+          }; it must return a string, or undefined or "" for the client's address. The request was not counted.`,
+        );
+      }
 
       if (bound.watched < DOUBLE_COUNT_WATCH && typeof raw === "object" && raw !== null && warnings.pending("doubleCount")) {
         bound.watched++;
