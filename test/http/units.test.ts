@@ -4,12 +4,14 @@ import {
   fixedWindow,
   FloodgateError,
   type HttpRateLimitOptions,
+  memoryStore,
   type RateLimitInfo,
   TRUST_PROXY_RANGES,
   withRateLimit,
 } from "@floodgate/core";
 import { formatIp, groupIp, inRange, normalizeIp, parseForwarded, parseIp, parseRange, targetPath } from "@floodgate/core/http";
 import { compareSpecificity, compilePattern, matchesPattern, normalizePath } from "../../packages/core/src/http/rules.ts";
+import { policyFingerprint, ruleSlug } from "../../packages/core/src/http/namespace.ts";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
@@ -585,5 +587,35 @@ describe("policy functions", () => {
       code: "INVALID_ARGUMENT",
       message: "rateLimit(): the `policy` function threw: plan lookup failed. The request was not counted.",
     });
+  });
+});
+
+describe("policy functions in rules", () => {
+  it("count each set under the rule's slug and the set's fingerprint, with or without a prefix", async () => {
+    const store = memoryStore();
+    const PLANS = {
+      free: fixedWindow({ limit: 1, window: "1m", name: "free" }),
+      pro: fixedWindow({ limit: 2, window: "1m", name: "pro" }),
+    };
+    const options = {
+      store,
+      rules: {
+        "POST /login": {
+          policy: (req: { header(n: string): string | undefined }) => PLANS[req.header("x-plan") === "pro" ? "pro" : "free"],
+        },
+      },
+      getClientIp: () => "192.0.2.1",
+    };
+    const handler = withRateLimit(() => new Response("ok"), { ...options, prefix: "app:" });
+    const post = (plan: string) => handler(new Request("http://x/login", { method: "POST", headers: { "x-plan": plan } }));
+    expect((await post("free")).status).toBe(200);
+    expect((await post("free")).status).toBe(429);
+    expect((await post("pro")).status).toBe(200);
+    const slug = ruleSlug("POST /login");
+    expect(handler.limiterFor("POST /login", PLANS.free).prefix).toBe(`app:${slug}:${policyFingerprint([PLANS.free])}:`);
+    expect(handler.limiterFor("POST /login", PLANS.pro).prefix).toBe(`app:${slug}:${policyFingerprint([PLANS.pro])}:`);
+    expect((await handler.peek("192.0.2.1", { rule: "POST /login", policy: PLANS.pro })).remaining).toBe(1);
+    // Another request than /login is not limited: no rule matches and there is no default.
+    expect((await handler(new Request("http://x/other"))).status).toBe(200);
   });
 });
