@@ -2,12 +2,19 @@
 // Koa (listening on 127.0.0.1, port 0) and the fetch wrapper (real Request objects). Time is
 // injected; nothing sleeps to wait for a window.
 import { fixedWindow, FloodgateError, type HttpRateLimitOptions, ipKey, tokenBucket } from "@floodgate/core";
-import { afterEach, describe, expect, it } from "vitest";
+import { type RateLimitStore, redisStore, upstashStore } from "@floodgate/core";
+import { Redis as UpstashRedis } from "@upstash/redis";
+import { Redis as IORedis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startUpstashBridge, type UpstashBridge } from "../../packages/upstash-local/src/index.ts";
+import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { createEnv, draftHeaders, type Env, flakyStore, hasRateLimitHeaders, ietfHeaders, legacyHeaders, T0 } from "./support.ts";
 import { type App, TARGETS } from "./targets.ts";
 
 interface Scenario {
   name: string;
+  /** Also run on Redis (ioredis, and Upstash through the bridge), with the store passed in `options`. */
+  redis?: boolean;
   options: (env: Env) => HttpRateLimitOptions<any>;
   run: (app: App, env: Env) => Promise<void>;
 }
@@ -688,6 +695,124 @@ const SCENARIOS: Scenario[] = [
       expect(env.logs.filter((l) => l.includes("proxyHeaderIgnored"))).toHaveLength(1);
     },
   },
+  {
+    redis: true,
+    name: "a policy function picks the plan per request; each plan counts in its own namespace; undefined does not limit",
+    options: () => {
+      const PLANS = { free: perMinute(1, "free"), pro: perMinute(3, "pro") };
+      return {
+        key: (req) => req.header("x-user") ?? "anonymous",
+        policy: (req) => (req.header("x-plan") === "none" ? undefined : PLANS[req.header("x-plan") === "pro" ? "pro" : "free"]),
+      };
+    },
+    async run(app) {
+      const as = (plan: string) => ({ headers: { "x-user": "u1", "x-plan": plan } });
+      expect((await app.send("/api/x", as("free"))).status).toBe(200);
+      expect((await app.send("/api/x", as("free"))).status).toBe(429);
+      // Upgraded: the pro plan's counters, which the free requests never touched.
+      const pro = await app.send("/api/x", as("pro"));
+      expect(pro.status).toBe(200);
+      expect(legacyHeaders(pro.headers)).toMatchObject({ limit: 3, remaining: 2 });
+      expect(await sendMany(app, 3, "/api/x", as("pro"))).toEqual([200, 200, 429]);
+      const unlimited = await app.send("/api/x", as("none"));
+      expect(unlimited.status).toBe(200);
+      expect(hasRateLimitHeaders(unlimited.headers)).toBe(false);
+    },
+  },
+  {
+    name: "a policy function returning something else, or a key function that throws, fails that request only; nothing is charged",
+    options: () => ({
+      key: (req) => {
+        if (req.header("x-key") === "throw") throw new Error("no session");
+        return "k";
+      },
+      policy: (req) => (req.header("x-policy") === "bad" ? ({ limit: 5 } as never) : perMinute(1)),
+    }),
+    async run(app) {
+      const failed = (options: Parameters<App["send"]>[1]) => app.send("/api/x", options).then((reply) => reply.status, () => 500);
+      expect(await failed({ headers: { "x-policy": "bad" } })).toBe(500);
+      expect(await failed({ headers: { "x-key": "throw" } })).toBe(500);
+      expect((await app.send("/api/x")).status).toBe(200);
+      expect((await app.send("/api/x")).status).toBe(429);
+    },
+  },
+  {
+    redis: true,
+    name: "requestWasSuccessful decides what skipSuccessfulRequests gives back",
+    options: () => ({
+      policy: perMinute(2),
+      skipSuccessfulRequests: true,
+      // A 404 is a success here (a missing item is not an abuse); a 201 is not.
+      requestWasSuccessful: (_req, status) => status === 404 || status === 200,
+    }),
+    async run(app) {
+      expect(await sendMany(app, 4, "/api/x", { status: 404 })).toEqual([404, 404, 404, 404]);
+      expect(await sendMany(app, 3, "/api/x", { status: 201 })).toEqual([201, 201, 429]);
+    },
+  },
+  {
+    redis: true,
+    name: "a policy's block keeps the client denied after the limit, with Retry-After saying so",
+    options: () => ({ policy: fixedWindow({ limit: 2, window: "1m", block: "10m" }) }),
+    async run(app, env) {
+      expect(await sendMany(app, 3, "/api/x")).toEqual([200, 200, 429]);
+      env.advance(60_000);
+      const blocked = await app.send("/api/x");
+      expect(blocked.status).toBe(429);
+      expect(blocked.headers.get("retry-after")).toBe("540");
+      env.advance(540_000);
+      expect((await app.send("/api/x")).status).toBe(200);
+    },
+  },
+  {
+    redis: true,
+    name: "the handle reads, penalizes, resets and blocks exactly the rule's counters",
+    options: () => ({ rules: { "POST /api/login": perMinute(3, "login"), default: perMinute(10, "api") } }),
+    async run(app) {
+      const rule = "POST /api/login";
+      expect(await sendMany(app, 2, "/api/login", { method: "POST" })).toEqual([200, 200]);
+      expect((await app.handle.peek("127.0.0.1", { rule })).remaining).toBe(1);
+      expect((await app.handle.peek("127.0.0.1")).remaining).toBe(10);
+      await app.handle.penalty("127.0.0.1", { rule, cost: 5 });
+      expect((await app.send("/api/login", { method: "POST" })).status).toBe(429);
+      expect((await app.send("/api/other")).status).toBe(200);
+      await app.handle.reset("127.0.0.1", { rule });
+      const after = await app.send("/api/login", { method: "POST" });
+      expect(after.status).toBe(200);
+      expect(legacyHeaders(after.headers)).toMatchObject({ remaining: 2 });
+      const limiter = app.handle.limiterFor(rule);
+      expect(limiter.prefix).toMatch(/^fg:post-api-login-[0-9a-z]{6}:[0-9a-z]{6}:$/);
+      await limiter.block("127.0.0.1", "1m");
+      const blocked = await app.send("/api/login", { method: "POST" });
+      expect(blocked.headers.get("retry-after")).toBe("60");
+      await limiter.unblock("127.0.0.1");
+      expect((await app.send("/api/login", { method: "POST" })).status).toBe(200);
+      expect(() => app.handle.limiterFor("GET /nope")).toThrow(
+        /no rule "GET \/nope"; this middleware's rules are "POST \/api\/login", "default"/,
+      );
+    },
+  },
+  {
+    redis: true,
+    name: "the handle on a policy function: per set with `policy`, reset in every set without",
+    options: () => {
+      const PLANS = { free: perMinute(1, "free"), pro: perMinute(2, "pro") };
+      return { policy: (req) => PLANS[req.header("x-plan") === "pro" ? "pro" : "free"] };
+    },
+    async run(app) {
+      const free = perMinute(1, "free");
+      await app.send("/api/x");
+      await app.send("/api/x", { headers: { "x-plan": "pro" } });
+      expect(() => app.handle.limiterFor()).toThrow(/pass `policy`/);
+      await expect(app.handle.peek("127.0.0.1")).rejects.toThrow(/pass `policy`/);
+      // Another policy object with the same name and figures addresses the same set.
+      expect((await app.handle.peek("127.0.0.1", { policy: free })).remaining).toBe(0);
+      await app.handle.reset("127.0.0.1");
+      expect((await app.send("/api/x")).status).toBe(200);
+      const pro = await app.send("/api/x", { headers: { "x-plan": "pro" } });
+      expect(legacyHeaders(pro.headers)).toMatchObject({ remaining: 1 });
+    },
+  },
 ];
 
 /** Options every integration must refuse at construction, and what the error must say. */
@@ -744,5 +869,42 @@ describe.each(TARGETS)("$name", (target) => {
     const env = createEnv();
     app = await target.start({ ...base(env), ...scenario.options(env) });
     await scenario.run(app, env);
+  });
+});
+
+describe("on Redis", () => {
+  let redis: RedisInstance;
+  let client: IORedis;
+  let bridge: UpstashBridge;
+  let upstash: UpstashRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = new IORedis(redis.port, redis.host);
+    bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port } });
+    upstash = new UpstashRedis({ url: bridge.url, token: bridge.token, enableTelemetry: false });
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await bridge?.stop();
+    await redis?.stop();
+  });
+  const stores: [string, () => RateLimitStore][] = [
+    ["ioredis", () => redisStore({ client, clock: "local" })],
+    ["upstash", () => upstashStore({ redis: upstash, clock: "local" })],
+  ];
+  describe.each(stores)("%s", (_name, store) => {
+    describe.each(TARGETS)("$name", (target) => {
+      let app: App | undefined;
+      afterEach(async () => {
+        await app?.close();
+        app = undefined;
+      });
+      it.each(SCENARIOS.filter((s) => s.redis === true))("$name", async (scenario) => {
+        await client.flushall();
+        const env = createEnv();
+        app = await target.start({ ...base(env), store: store(), ...scenario.options(env) });
+        await scenario.run(app, env);
+      });
+    });
   });
 });

@@ -2,7 +2,7 @@
 // /api paths and answers with the status asked for in `x-test-status` (default 200).
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
-import { type HttpRateLimitOptions, withRateLimit } from "@floodgate/core";
+import { type HttpRateLimitOptions, type RateLimitHandle, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
@@ -27,6 +27,8 @@ export interface SendOptions {
 
 export interface App {
   send(path: string, options?: SendOptions): Promise<Reply>;
+  /** The handle on the counters that the middleware (or the fetch wrapper) carries. */
+  handle: RateLimitHandle;
   close(): Promise<void>;
 }
 
@@ -43,8 +45,9 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-function overHttp(base: string, server: Server): App {
+function overHttp(base: string, server: Server, handle: RateLimitHandle): App {
   return {
+    handle,
     async send(path, { method = "GET", headers = {}, status } = {}) {
       const response = await fetch(base + path, {
         method,
@@ -71,11 +74,13 @@ export const hono: Target = {
   async start(options) {
     const app = new Hono();
     const api = new Hono<RateLimitEnv>();
-    app.use("/api/*", honoRateLimit({ getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), ...options }));
+    const handle = honoRateLimit({ getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), ...options });
+    app.use("/api/*", handle);
     api.all("*", (c) => c.json({ rateLimit: c.get("rateLimit") ?? null }, statusOf(c.req.header("x-test-status")) as 200));
     app.route("/api", api);
     app.all("*", (c) => c.text("outside"));
     return {
+      handle,
       async send(path, opts) {
         const response = await app.request(request(path, opts));
         return { status: response.status, headers: response.headers, body: await response.text() };
@@ -94,12 +99,13 @@ export const expressTarget: Target = {
     router.all("/{*rest}", (req, res) => {
       res.status(statusOf(req.header("x-test-status"))).json({ rateLimit: (req as RateLimitedRequest).rateLimit ?? null });
     });
-    app.use("/api/", expressRateLimit(options), router);
+    const handle = expressRateLimit(options);
+    app.use("/api/", handle, router);
     app.use((_req, res) => {
       res.send("outside");
     });
     const server = createServer(app);
-    return overHttp(await listen(server), server);
+    return overHttp(await listen(server), server, handle);
   },
 };
 
@@ -113,12 +119,13 @@ export const express4Target: Target = {
     router.all("*", (req, res) => {
       res.status(statusOf(req.header("x-test-status"))).json({ rateLimit: (req as RateLimitedRequest).rateLimit ?? null });
     });
-    app.use("/api/", expressRateLimit(options), router);
+    const handle = expressRateLimit(options);
+    app.use("/api/", handle, router);
     app.use((_req, res) => {
       res.send("outside");
     });
     const server = createServer(app);
-    return overHttp(await listen(server), server);
+    return overHttp(await listen(server), server, handle);
   },
 };
 
@@ -127,6 +134,7 @@ export const koa: Target = {
   async start(options) {
     const app = new Koa();
     const limiter = koaRateLimit(options);
+    const handle = limiter;
     app.use(async (ctx, next) => (ctx.path.startsWith("/api/") ? limiter(ctx, next) : next()));
     app.use((ctx) => {
       if (!ctx.path.startsWith("/api/")) {
@@ -137,7 +145,7 @@ export const koa: Target = {
       ctx.body = { rateLimit: ctx.state.rateLimit ?? null };
     });
     const server = createServer(app.callback());
-    return overHttp(await listen(server), server);
+    return overHttp(await listen(server), server, handle);
   },
 };
 
@@ -149,6 +157,7 @@ export const fetchTarget: Target = {
       { getClientIp: () => "127.0.0.1", ...options },
     );
     return {
+      handle: handler,
       async send(path, opts) {
         const response = await handler(request(path, opts));
         return { status: response.status, headers: response.headers, body: await response.text() };

@@ -4,12 +4,14 @@ import {
   fixedWindow,
   FloodgateError,
   type HttpRateLimitOptions,
+  memoryStore,
   type RateLimitInfo,
   TRUST_PROXY_RANGES,
   withRateLimit,
 } from "@floodgate/core";
 import { formatIp, groupIp, inRange, normalizeIp, parseForwarded, parseIp, parseRange, targetPath } from "@floodgate/core/http";
 import { compareSpecificity, compilePattern, matchesPattern, normalizePath } from "../../packages/core/src/http/rules.ts";
+import { policyFingerprint, ruleSlug } from "../../packages/core/src/http/namespace.ts";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
@@ -532,5 +534,88 @@ describe("platform presets", () => {
   it("Cloudflare and Fastly (published ranges) do not warn at construction", () => {
     expect(serve({ trustProxy: "cloudflare" }).logs).toEqual([]);
     expect(serve({ trustProxy: { preset: "fastly" } }).logs).toEqual([]);
+  });
+});
+
+describe("policy functions", () => {
+  const ok = (): Response => new Response("ok");
+  const send = async (handler: (r: Request) => Response | Promise<Response>) => (await handler(new Request("http://x/"))).status;
+
+  it("one built per request shares the counters of its figures, and is warned about once", async () => {
+    const logs: string[] = [];
+    const handler = withRateLimit(ok, {
+      policy: () => fixedWindow({ limit: 30, window: "1m" }),
+      getClientIp: () => "192.0.2.1",
+      logger: { warn: (m) => logs.push(m) },
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 31; i++) statuses.push(await send(handler));
+    expect(statuses.slice(0, 30).every((s) => s === 200)).toBe(true);
+    expect(statuses[30]).toBe(429);
+    expect(logs.filter((l) => l.includes("policyPerRequest"))).toHaveLength(1);
+  });
+
+  it("policies built once are not warned about; past 1000 distinct sets per rule, the oldest limiter goes and a warning says so", async () => {
+    const logs: string[] = [];
+    const PLANS = [fixedWindow({ limit: 1, window: "1m" }), fixedWindow({ limit: 2, window: "1m" })];
+    let n = 0;
+    const plain = withRateLimit(ok, {
+      policy: () => PLANS[n++ % 2]!,
+      getClientIp: () => "192.0.2.1",
+      logger: { warn: (m) => logs.push(m) },
+    });
+    for (let i = 0; i < 40; i++) await send(plain);
+    expect(logs).toEqual([]);
+    let limit = 1;
+    const many = withRateLimit(ok, {
+      policy: () => fixedWindow({ limit: limit++, window: "1m" }),
+      getClientIp: () => "192.0.2.1",
+      logger: { warn: (m) => logs.push(m) },
+    });
+    for (let i = 0; i < 1001; i++) expect(await send(many)).toBe(200);
+    expect(logs.filter((l) => l.includes("more than 1000 distinct policy sets"))).toHaveLength(1);
+  });
+
+  it("a policy function's async rejection fails the request with INVALID_ARGUMENT naming it", async () => {
+    const handler = withRateLimit(ok, {
+      policy: async () => {
+        throw new Error("plan lookup failed");
+      },
+      getClientIp: () => "192.0.2.1",
+    });
+    await expect(Promise.resolve(handler(new Request("http://x/")))).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: "rateLimit(): the `policy` function threw: plan lookup failed. The request was not counted.",
+    });
+  });
+});
+
+describe("policy functions in rules", () => {
+  it("count each set under the rule's slug and the set's fingerprint, with or without a prefix", async () => {
+    const store = memoryStore();
+    const PLANS = {
+      free: fixedWindow({ limit: 1, window: "1m", name: "free" }),
+      pro: fixedWindow({ limit: 2, window: "1m", name: "pro" }),
+    };
+    const options = {
+      store,
+      rules: {
+        "POST /login": {
+          policy: (req: { header(n: string): string | undefined }) => PLANS[req.header("x-plan") === "pro" ? "pro" : "free"],
+        },
+      },
+      getClientIp: () => "192.0.2.1",
+    };
+    const handler = withRateLimit(() => new Response("ok"), { ...options, prefix: "app:" });
+    const post = (plan: string) => handler(new Request("http://x/login", { method: "POST", headers: { "x-plan": plan } }));
+    expect((await post("free")).status).toBe(200);
+    expect((await post("free")).status).toBe(429);
+    expect((await post("pro")).status).toBe(200);
+    const slug = ruleSlug("POST /login");
+    expect(handler.limiterFor("POST /login", PLANS.free).prefix).toBe(`app:${slug}:${policyFingerprint([PLANS.free])}:`);
+    expect(handler.limiterFor("POST /login", PLANS.pro).prefix).toBe(`app:${slug}:${policyFingerprint([PLANS.pro])}:`);
+    expect((await handler.peek("192.0.2.1", { rule: "POST /login", policy: PLANS.pro })).remaining).toBe(1);
+    // Another request than /login is not limited: no rule matches and there is no default.
+    expect((await handler(new Request("http://x/other"))).status).toBe(200);
   });
 });

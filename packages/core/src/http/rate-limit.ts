@@ -277,8 +277,10 @@ export function createHttpRateLimiter<Raw>(
       const bounds = rule.bound !== undefined || options?.policy !== undefined ? [boundOf(rule, options?.policy)] : [...rule.bounds()];
       for (const bound of bounds) await bound.limiter.reset(fitKey(key));
     },
-    peek: (key, options) => limiterOf(options).peek(fitKey(key)),
-    penalty: (key, options) => limiterOf(options).penalty(fitKey(key), options?.cost === undefined ? undefined : { cost: options.cost }),
+    // async: a bad rule or a missing policy rejects, as a store failure does.
+    peek: async (key, options) => limiterOf(options).peek(fitKey(key)),
+    penalty: async (key, options) =>
+      limiterOf(options).penalty(fitKey(key), options?.cost === undefined ? undefined : { cost: options.cost }),
     limiterFor: (rule, policy) => limiterOf({ rule, policy }),
     async decideRequest(raw, peerIp, ipResolved = false) {
       requestsServed = true;
@@ -311,14 +313,6 @@ export function createHttpRateLimiter<Raw>(
       const keyFunction = rule.key ?? o.key;
       const returnedKey = keyFunction === undefined ? undefined : called("key", keyFunction, req);
       const givenKey = isThenable(returnedKey) ? await returnedKey : returnedKey;
-      if (givenKey !== undefined && typeof givenKey !== "string") {
-        throw new FloodgateError(
-          "INVALID_ARGUMENT",
-          `${WHERE}: the \`key\` function returned ${
-            describeValue(givenKey)
-          }; it must return a string, or undefined or "" for the client's address. The request was not counted.`,
-        );
-      }
       const key = givenKey === undefined || givenKey === ""
         ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
         : fitKey(givenKey);
@@ -337,6 +331,15 @@ export function createHttpRateLimiter<Raw>(
         );
       }
       if (cost === 0) return undefined;
+      // After the cost: a request of cost 0 is not counted, whatever its key.
+      if (givenKey !== undefined && typeof givenKey !== "string") {
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `${WHERE}: the \`key\` function returned ${
+            describeValue(givenKey)
+          }; it must return a string, or undefined or "" for the client's address. The request was not counted.`,
+        );
+      }
 
       if (bound.watched < DOUBLE_COUNT_WATCH && typeof raw === "object" && raw !== null && warnings.pending("doubleCount")) {
         bound.watched++;
