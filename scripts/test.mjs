@@ -139,7 +139,7 @@ check("typecheck (tsc)", bin("tsc"), ["-p", "tsconfig.json"]);
 // Files that must compile, with `// @ts-expect-error` on every line that must not (tsc fails on an
 // expected error that does not occur): the adapters' types, used as an app would, without casts.
 check("type-level tests (tsc -p test/types: Hono, Koa, Express, fetch)", bin("tsc"), ["-p", "test/types"]);
-check("type-level tests (tsc -p test/types/augment: import \"@floodgate/express/augment\")", bin("tsc"), ["-p", "test/types/augment"]);
+check('type-level tests (tsc -p test/types/augment: import "@floodgate/express/augment")', bin("tsc"), ["-p", "test/types/augment"]);
 check(
   "architecture: core imports no node:* or framework; adapters import only @floodgate/core/http; packages import only what they declare",
   "node",

@@ -29,77 +29,80 @@ async function listen(handler: Parameters<typeof createServer>[1]): Promise<stri
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-describe.each([["express 5", express], ["express 4", express4 as unknown as typeof express]] as const)("%s: handler in Express's form", (_name, make) => {
-  const app = (handler: Parameters<typeof expressRateLimit>[0]["handler"], extra: Record<string, unknown> = {}) => {
-    const env = createEnv();
-    const a = make();
-    a.use(expressRateLimit({ policy: perMinute(1), clock: env.clock, handler, ...extra }));
-    a.get("/slow-down", (_req, res) => {
-      res.send("slow down");
+describe.each([["express 5", express], ["express 4", express4 as unknown as typeof express]] as const)(
+  "%s: handler in Express's form",
+  (_name, make) => {
+    const app = (handler: Parameters<typeof expressRateLimit>[0]["handler"], extra: Record<string, unknown> = {}) => {
+      const env = createEnv();
+      const a = make();
+      a.use(expressRateLimit({ policy: perMinute(1), clock: env.clock, handler, ...extra }));
+      a.get("/slow-down", (_req, res) => {
+        res.send("slow down");
+      });
+      a.get(make === express ? "/{*rest}" : "*", (_req, res) => { // Express 4 spells a catch-all `*`
+        res.send("ok");
+      });
+      a.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+        res.status(418).set("x-error", error.message).send(`error handler: ${error.message}`);
+      });
+      return a;
+    };
+
+    it("redirects (a bare function of four parameters, as express-rate-limit's handler): the headers are set before it runs", async () => {
+      let seen: RateLimitInfo | undefined;
+      const base = await listen(app((_req: express.Request, res: express.Response, _next: express.NextFunction, info: RateLimitInfo) => {
+        seen = info;
+        expect(res.getHeader("retry-after")).toBe("60");
+        expect(res.statusCode).toBe(429);
+        res.redirect(303, "/slow-down");
+      }));
+      expect((await fetch(`${base}/a`)).status).toBe(200);
+      const reply = await fetch(`${base}/a`, { redirect: "manual" });
+      expect(reply.status).toBe(303);
+      expect(reply.headers.get("location")).toBe("/slow-down");
+      expect(reply.headers.get("retry-after")).toBe("60");
+      expect(legacyHeaders(reply.headers)?.remaining).toBe(0);
+      expect(seen).toMatchObject({ allowed: false, limit: 1, remaining: 0, source: "store" });
     });
-    a.get(make === express ? "/{*rest}" : "*", (_req, res) => { // Express 4 spells a catch-all `*`
-      res.send("ok");
+
+    it("passes an error to the app's error handler with next(error), and a rejected promise too", async () => {
+      const viaNext = await listen(app(expressHandler((_req, _res, next, info) => next(new Error(`limited by ${info.policy}`)))));
+      await fetch(`${viaNext}/a`);
+      const reply = await fetch(`${viaNext}/a`);
+      expect(reply.status).toBe(418);
+      expect(await reply.text()).toBe("error handler: limited by 1-per-1m");
+      expect(reply.headers.get("retry-after")).toBe("60"); // set before the handler ran
+
+      const rejecting = await listen(app(expressHandler(async () => {
+        throw new Error("template missing");
+      })));
+      await fetch(`${rejecting}/a`);
+      expect((await fetch(`${rejecting}/a`)).headers.get("x-error")).toBe("template missing");
     });
-    a.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
-      res.status(418).set("x-error", error.message).send(`error handler: ${error.message}`);
+
+    it("streams its own body, with the status it chose", async () => {
+      const base = await listen(app(expressHandler((_req, res) => {
+        res.status(503).type("text/plain");
+        res.write("come back ");
+        setTimeout(() => res.end("later"), 5);
+      })));
+      await fetch(`${base}/a`);
+      const reply = await fetch(`${base}/a`);
+      expect(reply.status).toBe(503);
+      expect(reply.headers.get("content-type")).toMatch(/^text\/plain/);
+      expect(await reply.text()).toBe("come back later");
+      expect(reply.headers.get("retry-after")).toBe("60");
     });
-    return a;
-  };
 
-  it("redirects (a bare function of four parameters, as express-rate-limit's handler): the headers are set before it runs", async () => {
-    let seen: RateLimitInfo | undefined;
-    const base = await listen(app((_req: express.Request, res: express.Response, _next: express.NextFunction, info: RateLimitInfo) => {
-      seen = info;
-      expect(res.getHeader("retry-after")).toBe("60");
-      expect(res.statusCode).toBe(429);
-      res.redirect(303, "/slow-down");
-    }));
-    expect((await fetch(`${base}/a`)).status).toBe(200);
-    const reply = await fetch(`${base}/a`, { redirect: "manual" });
-    expect(reply.status).toBe(303);
-    expect(reply.headers.get("location")).toBe("/slow-down");
-    expect(reply.headers.get("retry-after")).toBe("60");
-    expect(legacyHeaders(reply.headers)?.remaining).toBe(0);
-    expect(seen).toMatchObject({ allowed: false, limit: 1, remaining: 0, source: "store" });
-  });
-
-  it("passes an error to the app's error handler with next(error), and a rejected promise too", async () => {
-    const viaNext = await listen(app(expressHandler((_req, _res, next, info) => next(new Error(`limited by ${info.policy}`)))));
-    await fetch(`${viaNext}/a`);
-    const reply = await fetch(`${viaNext}/a`);
-    expect(reply.status).toBe(418);
-    expect(await reply.text()).toBe("error handler: limited by 1-per-1m");
-    expect(reply.headers.get("retry-after")).toBe("60"); // set before the handler ran
-
-    const rejecting = await listen(app(expressHandler(async () => {
-      throw new Error("template missing");
-    })));
-    await fetch(`${rejecting}/a`);
-    expect((await fetch(`${rejecting}/a`)).headers.get("x-error")).toBe("template missing");
-  });
-
-  it("streams its own body, with the status it chose", async () => {
-    const base = await listen(app(expressHandler((_req, res) => {
-      res.status(503).type("text/plain");
-      res.write("come back ");
-      setTimeout(() => res.end("later"), 5);
-    })));
-    await fetch(`${base}/a`);
-    const reply = await fetch(`${base}/a`);
-    expect(reply.status).toBe(503);
-    expect(reply.headers.get("content-type")).toMatch(/^text\/plain/);
-    expect(await reply.text()).toBe("come back later");
-    expect(reply.headers.get("retry-after")).toBe("60");
-  });
-
-  it("a denyList refusal is answered 403 by Floodgate, not by the handler", async () => {
-    let called = 0;
-    const base = await listen(app(expressHandler(() => called++), { denyList: ["127.0.0.1"] }));
-    const reply = await fetch(`${base}/a`);
-    expect(reply.status).toBe(403);
-    expect(called).toBe(0);
-  });
-});
+    it("a denyList refusal is answered 403 by Floodgate, not by the handler", async () => {
+      let called = 0;
+      const base = await listen(app(expressHandler(() => called++), { denyList: ["127.0.0.1"] }));
+      const reply = await fetch(`${base}/a`);
+      expect(reply.status).toBe(403);
+      expect(called).toBe(0);
+    });
+  },
+);
 
 describe("koa: throw: true", () => {
   const start = async (withErrorMiddleware: boolean, extra: Record<string, unknown> = {}) => {
@@ -160,7 +163,7 @@ describe("koa: throw: true", () => {
 
   it("throw must be a boolean", () => {
     expect(() => koaRateLimit({ policy: perMinute(1), throw: "yes" as unknown as boolean })).toThrow(
-      "rateLimit(): invalid option `throw`: received \"yes\"; expected a boolean.",
+      'rateLimit(): invalid option `throw`: received "yes"; expected a boolean.',
     );
   });
 });

@@ -1,7 +1,7 @@
 // ONE scenario table, run against the four real integrations: Hono (app.request), Express and
 // Koa (listening on 127.0.0.1, port 0) and the fetch wrapper (real Request objects). Time is
 // injected; nothing sleeps to wait for a window.
-import { FloodgateError, fixedWindow, type HttpRateLimitOptions, ipKey, tokenBucket } from "@floodgate/core";
+import { fixedWindow, FloodgateError, type HttpRateLimitOptions, ipKey, tokenBucket } from "@floodgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { createEnv, draftHeaders, type Env, flakyStore, hasRateLimitHeaders, ietfHeaders, legacyHeaders, T0 } from "./support.ts";
 import { type App, TARGETS } from "./targets.ts";
@@ -613,7 +613,7 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: "a decision the store answered says so: source \"store\" in the hooks and the decision",
+    name: 'a decision the store answered says so: source "store" in the hooks and the decision',
     options: () => ({ policy: perMinute(1) }),
     async run(app, env) {
       await app.send("/api/x");
@@ -665,7 +665,11 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: "ipKey(req.ip) in a composite key groups IPv6 as the default key does",
-    options: () => ({ policy: perMinute(1), trustProxy: 1, key: (req) => `${ipKey(req.ip, { ipv6Subnet: 56 })}:${req.header("x-tenant")}` }),
+    options: () => ({
+      policy: perMinute(1),
+      trustProxy: 1,
+      key: (req) => `${ipKey(req.ip, { ipv6Subnet: 56 })}:${req.header("x-tenant")}`,
+    }),
     async run(app, env) {
       const from = (ip: string, tenant: string) => ({ headers: { "x-forwarded-for": ip, "x-tenant": tenant } });
       expect((await app.send("/api/x", from("2001:db8:1:aa::1", "t1"))).status).toBe(200);
@@ -694,12 +698,24 @@ const REFUSED: { name: string; options: Record<string, unknown>; message: string
     message: "unknown option `windowMs` (express-rate-limit, hono-rate-limiter); use `policy: fixedWindow({ limit, window })`",
   },
   { name: "max at the top level", options: { max: 5 }, message: "unknown option `max` (express-rate-limit, koa-ratelimit); use `policy:" },
-  { name: "legacyHeaders", options: { legacyHeaders: false }, message: "unknown option `legacyHeaders` (express-rate-limit); use `headers`" },
+  {
+    name: "legacyHeaders",
+    options: { legacyHeaders: false },
+    message: "unknown option `legacyHeaders` (express-rate-limit); use `headers`",
+  },
   { name: "keyGenerator", options: { keyGenerator: () => "k" }, message: "(express-rate-limit, hono-rate-limiter); use `key(req)`" },
   { name: "koa-ratelimit's id and blacklist", options: { id: () => "k" }, message: "unknown option `id` (koa-ratelimit); use `key(req)`" },
   { name: "koa-ratelimit's blacklist", options: { blacklist: [] }, message: "(koa-ratelimit); use `denyList`" },
-  { name: "koa-ratelimit's header names", options: { headers: { remaining: "Rate-Limit-Remaining" } }, message: "koa-ratelimit's header names" },
-  { name: "rate-limiter-flexible's points", options: { points: 5, duration: 60 }, message: "unknown option `points` (rate-limiter-flexible)" },
+  {
+    name: "koa-ratelimit's header names",
+    options: { headers: { remaining: "Rate-Limit-Remaining" } },
+    message: "koa-ratelimit's header names",
+  },
+  {
+    name: "rate-limiter-flexible's points",
+    options: { points: 5, duration: 60 },
+    message: "unknown option `points` (rate-limiter-flexible)",
+  },
   { name: "@upstash/ratelimit's analytics", options: { analytics: true }, message: "unknown option `analytics` (@upstash/ratelimit)" },
   {
     name: "a rule whose method is no HTTP method",

@@ -1,6 +1,6 @@
 // Express: RateLimitedRequest without a global augmentation; handler in both forms.
 import { fixedWindow, type RateLimitInfo } from "@floodgate/core";
-import { type ExpressRateLimitOptions, expressHandler, rateLimit, type RateLimitedRequest } from "@floodgate/express";
+import { expressHandler, type ExpressRateLimitOptions, rateLimit, type RateLimitedRequest } from "@floodgate/express";
 import express from "express";
 
 const policy = fixedWindow({ limit: 10, window: "1m" });

@@ -9,22 +9,32 @@ const KOA = "koa-ratelimit";
 const RLF = "rate-limiter-flexible";
 const UPSTASH = "@upstash/ratelimit";
 
-const POLICY = "use `policy: fixedWindow({ limit, window })` (`window` in ms or as \"1m\"; or slidingWindow, slidingLog, tokenBucket)";
-const KEY = "use `key(req)`, returning the key (`undefined` or \"\" falls back to the client IP)";
+const POLICY = 'use `policy: fixedWindow({ limit, window })` (`window` in ms or as "1m"; or slidingWindow, slidingLog, tokenBucket)';
+const KEY = 'use `key(req)`, returning the key (`undefined` or "" falls back to the client IP)';
 const STORE = "use `store: redisStore({ client })` (ioredis, node-redis), `upstashStore({ redis })` or `memoryStore()` (the default)";
-const DECISION = 'no equivalent: the decision is always `req.rateLimit` (Express), `c.get("rateLimit")` (Hono), `ctx.state.rateLimit` (Koa)';
+const DECISION =
+  'no equivalent: the decision is always `req.rateLimit` (Express), `c.get("rateLimit")` (Hono), `ctx.state.rateLimit` (Koa)';
 
 /** Each foreign option: the libraries that have it, and what to use instead. */
 const FOREIGN: Readonly<Record<string, readonly [libraries: string, advice: string]>> = {
   windowMs: [`${ERL}, ${HRL}`, POLICY],
   max: [`${ERL}, ${KOA}`, POLICY.replace("limit, window", "limit: max, window")],
   limit: [`${ERL}, ${HRL}`, `${POLICY}; a limit per route is a rule: \`rules: { "GET /api/search": policy, default: policy }\``],
-  legacyHeaders: [ERL, 'use `headers` (the default `["legacy", "draft-11"]` includes the legacy X-RateLimit-* headers; `headers: "draft-11"` leaves them out)'],
-  standardHeaders: [`${ERL}, ${HRL}`, 'use `headers: "draft-6"`, `"draft-7"` or `"draft-11"`, or a list with `"legacy"` (default `["legacy", "draft-11"]`)'],
+  legacyHeaders: [
+    ERL,
+    'use `headers` (the default `["legacy", "draft-11"]` includes the legacy X-RateLimit-* headers; `headers: "draft-11"` leaves them out)',
+  ],
+  standardHeaders: [
+    `${ERL}, ${HRL}`,
+    'use `headers: "draft-6"`, `"draft-7"` or `"draft-11"`, or a list with `"legacy"` (default `["legacy", "draft-11"]`)',
+  ],
   keyGenerator: [`${ERL}, ${HRL}`, KEY],
   identifier: [ERL, "use the policy's `name` (`fixedWindow({ limit, window, name })`)"],
   requestPropertyName: [`${ERL}, ${HRL}`, DECISION],
-  requestStorePropertyName: [HRL, "no equivalent: build the limiter with `createRateLimiter`, pass it as `limiter`, and call its `peek(key)` or `reset(key)`"],
+  requestStorePropertyName: [
+    HRL,
+    "no equivalent: build the limiter with `createRateLimiter`, pass it as `limiter`, and call its `peek(key)` or `reset(key)`",
+  ],
   passOnStoreError: [ERL, 'use `onStoreError: "allow"` (the default, "fallback", keeps limiting in memory)'],
   validate: [ERL, "use `warnings` (options are always checked at construction)"],
   driver: [KOA, STORE],

@@ -92,7 +92,10 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     ? (given as ExpressHandler).express
     : undefined;
   // Express's form answers for itself: core prepares the default response, whose status and headers it gets.
-  const limiter = createHttpRateLimiter(own === undefined ? options as HttpRateLimitOptions<Request> : { ...options, handler: undefined }, ACCESS);
+  const limiter = createHttpRateLimiter(
+    own === undefined ? options as HttpRateLimitOptions<Request> : { ...options, handler: undefined },
+    ACCESS,
+  );
   const userTrust = options?.trustProxy !== undefined;
   const warnings = new Warnings(options.warnings, options.logger ?? console);
   return function floodgateRateLimit(req: Request, res: Response, next: NextFunction): void {

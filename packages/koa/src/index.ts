@@ -6,8 +6,8 @@
 import {
   createHttpRateLimiter,
   type HttpRateLimitOptions,
-  type RateLimitInfo,
   rateLimitError,
+  type RateLimitInfo,
   type RequestAccess,
   settleOnClose,
   targetPath,

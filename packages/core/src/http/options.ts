@@ -268,7 +268,10 @@ export const invalidHttpOption = (option: string, value: unknown, expected: stri
 export type AdapterOptions = string | Readonly<Record<string, "function" | "boolean">>;
 
 /** Validates `options` once, at construction, and returns the options given, with the adapter's own (see {@link AdapterOptions}). */
-export function parseHttpOptions<Raw>(options: HttpRateLimitOptions<Raw>, adapterOptions: AdapterOptions | undefined): HttpRateLimitOptions<Raw> {
+export function parseHttpOptions<Raw>(
+  options: HttpRateLimitOptions<Raw>,
+  adapterOptions: AdapterOptions | undefined,
+): HttpRateLimitOptions<Raw> {
   let all = specs();
   if (adapterOptions !== undefined) {
     const own = typeof adapterOptions === "string" ? { [adapterOptions]: "function" as const } : adapterOptions;
