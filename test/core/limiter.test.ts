@@ -45,6 +45,18 @@ describe.each(all().map((p) => [p.kind, p] as const))("%s", (_kind, policy) => {
     expect((await limiter.limit("k")).allowed).toBe(true);
   });
 
+  it('every decision of the memory store, single or multi-policy, from limit, decide or peek, has source "store"', async () => {
+    const single = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1m" }) });
+    const multi = createRateLimiter({
+      policy: [fixedWindow({ limit: 1, window: "1m", name: "a" }), fixedWindow({ limit: 5, window: "1h", name: "b" })],
+    });
+    for (const limiter of [single, multi]) {
+      const decisions = [await limiter.limit("k"), await limiter.decide("k"), await limiter.peek("k")];
+      expect(decisions.map((d) => [d.allowed, d.source])).toEqual([[true, "store"], [false, "store"], [false, "store"]]);
+      expect(JSON.parse(JSON.stringify(decisions[0]))).toMatchObject({ source: "store" });
+    }
+  });
+
   it("charges a cost whole or not at all", async () => {
     const now = START;
     const limiter = createRateLimiter({ policy, clock: () => now });

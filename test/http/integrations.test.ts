@@ -4,7 +4,7 @@
 import type { AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
 import { fixedWindow, getRateLimit, type RateLimitInfo, withRateLimit } from "@floodgate/core";
-import { expressHandler, rateLimit as expressRateLimit } from "@floodgate/express";
+import { type ExpressHandler, expressHandler, rateLimit as expressRateLimit } from "@floodgate/express";
 import { rateLimit as koaRateLimit, type RateLimitError, type RateLimitState } from "@floodgate/koa";
 import express from "express";
 import express4 from "express4";
@@ -50,12 +50,14 @@ describe.each([["express 5", express], ["express 4", express4 as unknown as type
 
     it("redirects (a bare function of four parameters, as express-rate-limit's handler): the headers are set before it runs", async () => {
       let seen: RateLimitInfo | undefined;
-      const base = await listen(app((_req: express.Request, res: express.Response, _next: express.NextFunction, info: RateLimitInfo) => {
+      // As a JavaScript app passes it: TypeScript types this form through expressHandler() (the next tests).
+      const bare = (_req: express.Request, res: express.Response, _next: express.NextFunction, info: RateLimitInfo) => {
         seen = info;
         expect(res.getHeader("retry-after")).toBe("60");
         expect(res.statusCode).toBe(429);
         res.redirect(303, "/slow-down");
-      }));
+      };
+      const base = await listen(app(bare as unknown as ExpressHandler));
       expect((await fetch(`${base}/a`)).status).toBe(200);
       const reply = await fetch(`${base}/a`, { redirect: "manual" });
       expect(reply.status).toBe(303);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRateLimiter, fixedWindow, redisStore, tokenBucket } from "../../packages/core/src/index.ts";
 import { DenyCache } from "../../packages/core/src/stores/redis/deny-cache.ts";
+import { sourceOf } from "../../packages/core/src/stores/store.ts";
 import { clearOfHourBoundary, uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness } from "./harness.ts";
 
@@ -14,6 +15,11 @@ describe("DenyCache", () => {
     expect(cache.check("k", 1, 1, 1100)).toBeUndefined(); // smaller cost: ask the store
     expect(cache.check("k", 1, 3, 1100)).toBeUndefined(); // larger cost: its exact wait is longer, ask the store
     expect(cache.check("k", 1, 2, 1100)).toEqual([0, 0, 0, 5000, 200]);
+    // Marked as the cache's answer (for Decision.source), not as the store's; still a plain list of numbers.
+    const hit = cache.check("k", 1, 2, 1100)!;
+    expect(sourceOf(hit)).toBe("cache");
+    expect(Object.keys(hit)).toEqual(["0", "1", "2", "3", "4"]);
+    expect(sourceOf(denied(300))).toBe("store");
     expect(cache.check("k", 1, 2, 1298.5)).toEqual([0, 0, 0, 5000, 2]);
     expect(cache.check("k", 2, 2, 1100)).toBeUndefined(); // another policy set
     expect(cache.check("k", 1, 2, 1299)).toBeUndefined(); // no longer certain

@@ -9,7 +9,9 @@
 import type { RateLimitInfo } from "@floodgate/core/http";
 
 declare global {
+  /** Express's global namespace, which its request type is declared in. */
   namespace Express {
+    /** Every Express request: `req.rateLimit` is typed after this import. */
     interface Request {
       /** Floodgate's decision for this request; absent when it was skipped or allow-listed. */
       rateLimit?: RateLimitInfo;

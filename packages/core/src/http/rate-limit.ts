@@ -316,7 +316,7 @@ export function createHttpRateLimiter<Raw>(
       const key = givenKey === undefined || givenKey === ""
         ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
         : fitKey(givenKey);
-      if (denyKeys.has(key)) return refuse(req, key, rule.name);
+      if (denyKeys.size !== 0 && denyKeys.has(key)) return refuse(req, key, rule.name);
       if (allowKeys.has(key)) return undefined;
 
       const returnedCost = typeof rule.cost === "number" ? rule.cost : called("cost", rule.cost, req);

@@ -53,7 +53,8 @@ export interface LocalStoreResult extends ReadonlyArray<number> {
  * limiter to report as {@link Decision.source}; a result not marked is the backend's.
  */
 export function answeredLocally(result: number[], source: LocalStoreResult["source"]): LocalStoreResult {
-  return Object.assign(result, { source });
+  // Not enumerable: the result stays the flat list of numbers it is to everything that lists it.
+  return Object.defineProperty(result, "source", { value: source }) as unknown as LocalStoreResult;
 }
 
 /** The source of a store's answer: the one it was marked with by {@link answeredLocally}, else `"store"`. */
