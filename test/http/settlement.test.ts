@@ -209,6 +209,9 @@ const SCENARIOS: Scenario[] = [
       const refused = await app.send("/api/x");
       expect(refused.status).toBe(429);
       expect(env.decisions[2]!.policy).toBe("in-flight");
+      expect(refused.headers.get("ratelimit-policy")).toBe('"in-flight";q=2;qu="concurrent-requests", "requests";q=100;w=3600');
+      expect(refused.headers.get("ratelimit")).toMatch(/^"in-flight";r=0;t=\d+, "requests";r=98;t=\d+$/);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       await Promise.all(streams);
       expect(await env.used()).toEqual({ "in-flight": 0, requests: 2 });
       expect((await app.send("/api/x")).status).toBe(200);
