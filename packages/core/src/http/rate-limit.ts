@@ -197,6 +197,14 @@ export function createHttpRateLimiter<Raw>(
       const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, rule.policies, rule.limiter.openForMs(outcome.atMs), outcome.atMs);
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
+      // What the end of the response does, known now: `pending` waits for it from here on.
+      const reservation = outcome.reservation;
+      const end: RequestEnd | undefined = reservation !== undefined
+        ? reservationEnd(rule.limiter, { ...outcome, reservation }, info, req, rule.actual, refundWhen, warnings)
+        : refundWhen !== undefined && info.allowed && decision !== undefined
+        ? (status) => refundWhen(status) ? rule.limiter.refund(outcome.source, key, cost, decision.charge) : undefined
+        : undefined;
+      const ended = end === undefined ? undefined : info.untilEnd();
       // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
       const decided = callHook("onDecision", o.onDecision, info, req);
       if (isThenable(decided)) info.wait(decided);
@@ -207,13 +215,7 @@ export function createHttpRateLimiter<Raw>(
         const prepared = respond(req, info, headers, retryAfter);
         response = isThenable(prepared) ? await prepared : prepared;
       }
-      const reservation = outcome.reservation;
-      const end: RequestEnd | undefined = reservation !== undefined
-        ? reservationEnd(rule.limiter, { ...outcome, reservation }, info, req, rule.actual, refundWhen, warnings)
-        : refundWhen !== undefined && info.allowed && decision !== undefined
-        ? (status) => refundWhen(status) ? rule.limiter.refund(outcome.source, key, cost, decision.charge) : undefined
-        : undefined;
-      return new RateLimitResult(info, headers, response, end);
+      return new RateLimitResult(info, headers, response, end, ended);
     },
   };
 }
