@@ -107,6 +107,7 @@ async function expressRoute(req: ExpressRequest, res: ExpressResponse, next: Nex
 
 export interface Sent {
   status: number;
+  headers: Headers;
   /** The body, or what was read of it before aborting. */
   body: string;
 }
@@ -127,7 +128,7 @@ export interface SettleTarget {
 
 /** Reads `abortAfter` chunks (or the whole body), then cancels. */
 async function read(response: Response, abortAfter: number | undefined, abort: () => void): Promise<Sent> {
-  if (abortAfter === undefined) return { status: response.status, body: await response.text() };
+  if (abortAfter === undefined) return { status: response.status, headers: response.headers, body: await response.text() };
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let body = "";
@@ -138,7 +139,7 @@ async function read(response: Response, abortAfter: number | undefined, abort: (
   }
   abort();
   await reader.cancel().catch(() => {});
-  return { status: response.status, body };
+  return { status: response.status, headers: response.headers, body };
 }
 
 function inProcess(fetchLike: (request: Request) => Promise<Response> | Response): SettleApp {

@@ -46,6 +46,9 @@ interface Scenario {
 const hour = (limit: number, name = "units") => fixedWindow({ limit, window: "1h", name });
 
 let hookDone = 0;
+const seenPending: Promise<void>[] = [];
+/** The running scenario's store, read without waiting for anything pending. */
+let env0: { peek(): Promise<Record<string, number>> } | undefined;
 
 const SCENARIOS: Scenario[] = [
   {
@@ -57,6 +60,22 @@ const SCENARIOS: Scenario[] = [
       expect(await env.used()).toEqual({ units: 0 });
       await app.send("/api/x?status=500");
       expect(await env.used()).toEqual({ units: 1 });
+    },
+  },
+  {
+    name: "pending, as onDecision already sees it, waits for the settlement at the response's end",
+    policy: hour(100),
+    options: { cost: { estimate: 10 } },
+    hook: (info) => {
+      seenPending.push(info.pending);
+      return Promise.resolve();
+    },
+    async run(app) {
+      const before = seenPending.length;
+      await app.send("/api/x?chunks=2&each=1");
+      await seenPending[before];
+      const peeked = env0!.peek();
+      expect(await peeked).toEqual({ units: 2 });
     },
   },
   {
@@ -209,6 +228,9 @@ const SCENARIOS: Scenario[] = [
       const refused = await app.send("/api/x");
       expect(refused.status).toBe(429);
       expect(env.decisions[2]!.policy).toBe("in-flight");
+      expect(refused.headers.get("ratelimit-policy")).toBe('"in-flight";q=2;qu="concurrent-requests", "requests";q=100;w=3600');
+      expect(refused.headers.get("ratelimit")).toMatch(/^"in-flight";r=0;t=\d+, "requests";r=98;t=\d+$/);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       await Promise.all(streams);
       expect(await env.used()).toEqual({ "in-flight": 0, requests: 2 });
       expect((await app.send("/api/x")).status).toBe(200);
@@ -301,6 +323,11 @@ describe.each(STORES)("on %s", (_storeName, open) => {
       const decisions: RateLimitInfo[] = [];
       const logs: string[] = [];
       const peeker = createRateLimiter({ policy: scenario.policy, store: fixture.store, prefix, resilience: false });
+      const peekNow = async () => {
+        const decision = await peeker.peek(KEY);
+        return Object.fromEntries(decision.policies.map((p) => [p.policy, p.limit - p.remaining]));
+      };
+      env0 = { peek: peekNow };
       const env: Env = {
         decisions,
         logs,
@@ -309,8 +336,7 @@ describe.each(STORES)("on %s", (_storeName, open) => {
         },
         async used() {
           await env.settled();
-          const decision = await peeker.peek(KEY);
-          return Object.fromEntries(decision.policies.map((p) => [p.policy, p.limit - p.remaining]));
+          return peekNow();
         },
       };
       app = await target.start({

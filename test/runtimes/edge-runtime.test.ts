@@ -91,7 +91,7 @@ for (const store of ["memory", "upstash"] as const) {
       // What the runtime waits for after the response: the settlement, handed to event.waitUntil.
       await response.waitUntil();
       const peek = await runtime.dispatchFetch("https://edge.test/settle/peek");
-      expect(await peek.json()).toEqual({ remaining: 997 });
+      expect(await peek.json()).toEqual({ remaining: 997, handed: 1 });
     });
 
     if (store === "upstash") {

@@ -115,8 +115,13 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
       if (result === undefined) return next();
       (req as RateLimitedRequest).rateLimit = result.info;
       const headers = result.headers;
-      // Answered already (a timeout middleware, say): nothing more to write, and no 429 to send.
-      if (res.headersSent) return result.allowed ? next() : undefined;
+      // Answered already (a timeout middleware, say): nothing more to write, and no 429 to send;
+      // what the response's end settles still follows it.
+      if (res.headersSent) {
+        if (!result.allowed) return;
+        settleOnClose(result, res);
+        return next();
+      }
       if (!result.allowed) {
         const denied = result.response!;
         res.status(denied.status);

@@ -35,7 +35,7 @@ const handler = withRateLimit(
 
 // `/settle/stream`: a cost settled after a streamed response (three chunks reporting 1, 2, 3 units),
 // whose settlement reaches the event's waitUntil through what Vercel provides: the request
-// context `@vercel/functions` reads its `waitUntil` from. `/settle/peek`: what is held.
+// context `@vercel/functions` reads its `waitUntil` from. `/settle/peek`: what is held, and how many promises were handed over.
 const tokens = fixedWindow({ limit: 1000, window: "1h", name: "tokens" });
 const settling = withRateLimit((request: Request) => streamed(getRateLimit(request)), {
   policy: tokens,
@@ -46,6 +46,8 @@ const settling = withRateLimit((request: Request) => streamed(getRateLimit(reque
   trustProxy: "vercel",
 });
 const peeker = createRateLimiter({ policy: tokens, store, prefix: "edge-settle:" });
+/** Promises handed to the event's waitUntil through the request context. */
+let handed = 0;
 
 function streamed(info: RateLimitInfo | undefined): Response {
   let i = 0;
@@ -63,11 +65,16 @@ function streamed(info: RateLimitInfo | undefined): Response {
 addEventListener("fetch", (event) => {
   const path = new URL(event.request.url).pathname;
   if (path === "/settle/peek") {
-    return event.respondWith(peeker.peek("edge-key").then((d) => Response.json({ remaining: d.remaining })));
+    return event.respondWith(peeker.peek("edge-key").then((d) => Response.json({ remaining: d.remaining, handed })));
   }
   if (path === "/settle/stream") {
     (globalThis as Record<symbol, unknown>)[Symbol.for("@vercel/request-context")] = {
-      get: () => ({ waitUntil: (promise: Promise<unknown>) => event.waitUntil(promise) }),
+      get: () => ({
+        waitUntil: (promise: Promise<unknown>) => {
+          handed++;
+          event.waitUntil(promise);
+        },
+      }),
     };
     return event.respondWith(settling(event.request));
   }

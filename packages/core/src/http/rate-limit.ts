@@ -357,16 +357,7 @@ export function createHttpRateLimiter<Raw>(
       const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, bound.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
-      // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
-      const decided = callHook("onDecision", o.onDecision, info, req);
-      if (isThenable(decided)) info.wait(decided);
-      let response: PreparedResponse | undefined;
-      if (!info.allowed) {
-        const limited = callHook("onLimited", o.onLimited, info, req);
-        if (isThenable(limited)) info.wait(limited);
-        const prepared = respond(req, info, headers, retryAfter);
-        response = isThenable(prepared) ? await prepared : prepared;
-      }
+      // What the end of the response does, known now: `pending` waits for it from here on.
       const reservation = outcome.reservation;
       const end: RequestEnd | undefined = reservation !== undefined
         ? reservationEnd(
@@ -381,7 +372,18 @@ export function createHttpRateLimiter<Raw>(
         : refundWhen !== undefined && info.allowed && decision !== undefined
         ? (status) => refundWhen(req, status) ? limiter.refund(outcome.source, key, cost, decision.charge) : undefined
         : undefined;
-      return new RateLimitResult(info, headers, response, end);
+      const ended = end === undefined ? undefined : info.untilEnd();
+      // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
+      const decided = callHook("onDecision", o.onDecision, info, req);
+      if (isThenable(decided)) info.wait(decided);
+      let response: PreparedResponse | undefined;
+      if (!info.allowed) {
+        const limited = callHook("onLimited", o.onLimited, info, req);
+        if (isThenable(limited)) info.wait(limited);
+        const prepared = respond(req, info, headers, retryAfter);
+        response = isThenable(prepared) ? await prepared : prepared;
+      }
+      return new RateLimitResult(info, headers, response, end, ended);
     },
   };
 }

@@ -111,6 +111,16 @@ export class RequestRateLimitInfo implements RateLimitInfo {
     return this.#reported;
   }
 
+  /**
+   * Makes {@link pending} wait for what the end of the response starts, from now on (so that a
+   * hook reading `pending` already sees it): returns the function the end hands its work to.
+   */
+  untilEnd(): (work: Promise<void> | void) => void {
+    let ended!: (work: Promise<void> | void) => void;
+    this.wait(new Promise<Promise<void> | void>((resolve) => ended = resolve));
+    return ended;
+  }
+
   /** Adds `work` to {@link pending} (a rejection is swallowed: its failure was reported where it happened). */
   wait(work: Promise<unknown>): void {
     const all = this.#pending === undefined ? work : Promise.all([this.#pending, work]);
@@ -142,22 +152,22 @@ export class RateLimitResult {
 
   /**
    * Built by {@link HttpRateLimiter.decideRequest}; `end` is set only when something is done
-   * once the response ends: a settlement, a release, or a refund by the final status.
+   * once the response ends: a settlement, a release, or a refund by the final status; `ended`
+   * (from `untilEnd()` of the info) is then handed what it starts, for `info.pending`.
    */
   constructor(
     info: RateLimitInfo,
     headers: readonly string[],
     response: PreparedResponse | undefined,
     end: RequestEnd | undefined,
+    ended?: (work: Promise<void> | void) => void,
   ) {
     this.info = info;
     this.allowed = info.allowed;
     this.headers = headers;
     this.response = response;
     this.#end = end;
-    if (end !== undefined && info instanceof RequestRateLimitInfo) {
-      info.wait(new Promise<Promise<void> | void>((resolve) => this.#ended = resolve));
-    }
+    this.#ended = ended;
   }
 
   /** True when the adapter should report how the response ended through {@link settle}. */
