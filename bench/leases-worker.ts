@@ -103,7 +103,8 @@ async function main(): Promise<void> {
       prefix: c.prefix,
       mode: c.mode,
       leaseMs: c.leaseMs,
-      resilience: { timeoutMs: 2000, logger: false },
+      // A generous deadline: on a loaded machine, measure slow answers rather than count failures.
+      resilience: { timeoutMs: 30_000, logger: false },
     });
     decide = async () => {
       // decide(): a decision served from a lease comes back synchronously, so the time measured

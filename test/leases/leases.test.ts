@@ -134,7 +134,7 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(a[6]).toBe(20);
     expect(b.slice(0, 7)).toEqual(a.slice(0, 7));
     expect(await stored(prefix, "k")).toBe(21);
-    const back = { cost: 0, want: 0, lifeMs: 5000, minLifeMs: 100, id: "def", previous: { id: "abc", unspent: 15 } };
+    const back = { cost: 0, want: 0, lifeMs: 5000, minLifeMs: 100, id: "def", returns: [{ id: "abc", unspent: 15 }] };
     await store.lease!(set, "k", back, now);
     await store.lease!(set, "k", { ...back, id: "ghi" }, now);
     expect(await stored(prefix, "k")).toBe(6);

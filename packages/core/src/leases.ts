@@ -203,11 +203,12 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   };
 
   const call = (k: KeyLeases, key: string, cost: number, want: number): Promise<StoreResult> => {
-    const previous = k.returns.shift();
+    // Every pending return rides along (they cost the script a GET and a DEL each).
+    const returns = k.returns.splice(0);
     const id = newId();
-    const request: LeaseRequest = previous === undefined
+    const request: LeaseRequest = returns.length === 0
       ? { cost, want, lifeMs, minLifeMs, id }
-      : { cost, want, lifeMs, minLifeMs, id, previous };
+      : { cost, want, lifeMs, minLifeMs, id, returns };
     const sentMono = monotonic();
     const sentWall = clock();
     const pending = Promise.resolve(store.lease!(set, key, request, sentWall)).then(
@@ -216,8 +217,8 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
         return result;
       },
       (error: unknown) => {
-        // The return may or may not have run: sent again, it gives back nothing twice (the record is gone).
-        if (previous !== undefined) k.returns.unshift(previous);
+        // The returns may or may not have run: sent again, they give back nothing twice (the records are gone).
+        k.returns.unshift(...returns);
         throw error;
       },
     );
@@ -260,7 +261,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   const spend = (key: string, k: KeyLeases, lease: Lease, cost: number): Decision => {
     lease.units -= cost;
     const decision = fromLease(k, lease, cost);
-    if (k.next === undefined && k.inflight === undefined && lease.units * 4 < lease.granted) {
+    if (k.next === undefined && k.inflight === undefined && lease.granted >= 4 && lease.units * 4 < lease.granted) {
       (decision as Decision & { pending?: Promise<void> }).pending = refresh(k, key);
     }
     return decision;
@@ -284,8 +285,9 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
             if (lease !== undefined) lease.units = 0;
           }
           k.current = k.next = undefined;
-          // One return per call; a failure leaves the rest for a later call (and rejects flush).
-          while (k.returns.length > 0) await call(k, key, 0, 0);
+          // One call returns them all; a failure leaves them for a later call (and rejects flush).
+          // Spent leases too: their records go, so records left are those of leases never returned.
+          if (k.returns.length > 0) await call(k, key, 0, 0);
         })());
       }
       const results = await Promise.allSettled(all);
