@@ -107,6 +107,7 @@ async function main(): Promise<void> {
   );
   const redis: RedisInstance = await startRedis();
   const admin = new IORedis({ host: redis.host, port: redis.port, lazyConnect: false, maxRetriesPerRequest: 50 });
+  admin.on("error", () => undefined); // reconnects after the restart scenario
   const bridge = await startUpstashBridge({ redis: { host: redis.host, port: redis.port }, maxIdleConnections: 128 });
   const proxy = await startDelayProxy(bridge.url, 20);
   const results: RunResult[] = [];
@@ -138,7 +139,11 @@ async function main(): Promise<void> {
     }
     if (want("multi")) scen(`10/s AND 1,000/day at 8/s, ${big} instances`, { policy: "multi", rate: 8 });
     if (want("adversary")) {
-      scen(`adversary at window ends (1,000 per 10 s), ${big} instances`, { policy: "ten", rate: 0.8 * 100, roles: { 0: "adversary" } });
+      scen(`adversary at window ends (1,000 per 10 s, offered 120%), ${big} instances`, {
+        policy: "ten",
+        rate: 1.2 * 100,
+        roles: { 0: "adversary" },
+      });
     }
     if (want("slow")) scen(`one clock 0.1% slow, ${big} instances`, { roles: { 0: "slow-clock" } });
     if (want("sigstop")) scen(`SIGSTOP of a holder past its deadline, ${big} instances`, { event: "sigstop" });
