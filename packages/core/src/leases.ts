@@ -217,8 +217,10 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
         return result;
       },
       (error: unknown) => {
-        // The returns may or may not have run: sent again, they give back nothing twice (the records are gone).
-        k.returns.unshift(...returns);
+        // The returns may or may not have run: sent again, they give back nothing twice (the
+        // records are gone). The failed call itself may have charged a lease no one holds: it
+        // goes back whole with the next call, by its id (nothing, if it never ran).
+        k.returns.unshift(...returns, { id, unspent: Number.MAX_SAFE_INTEGER });
         throw error;
       },
     );
