@@ -293,7 +293,8 @@ async function runOne(run: Run, env: Env): Promise<RunResult> {
       }
       const resets = entry[4] as number[];
       let atUs = t1 + offsetUs;
-      if (source !== "lease") {
+      // (A reset of 0 is @upstash/ratelimit's answer without a store call: it names no window.)
+      if (source !== "lease" && resets.every((r) => r > 0)) {
         // The store charged it in the windows it names: place it inside all of them.
         let lo = -Infinity;
         let hi = Infinity;
