@@ -99,6 +99,8 @@ if out[1] == 1 then
     if rest < max(ceil(L / 100), 2 * cost) then g = 0 else g = min(g, floor(rest / 2)) end
     if kind ~= "t" then wend = min(wend, (floor(now / (P * 1000)) + 1) * P * 1000) end
   end
+  -- What was wanted is for a whole lease life: a lease cut short by a window's end gets its share.
+  if wend - now < life then g = min(g, floor(want * (wend - now) / life)) end
   if wend - now < minlife then g = 0 end
   if g > 0 then
     local out2, h2 = {}, {}
@@ -131,7 +133,7 @@ return out
 }
 
 /** The lease script's SHA1, precomputed (a test recomputes it from the source). */
-export const LEASE_SCRIPT_SHA = "21ee0662f35d4b8883581179229fed6c78cffc95";
+export const LEASE_SCRIPT_SHA = "8622753bd201e48553c9c2310ee2aa672ab9f9b1";
 
 let script: LuaScript | undefined;
 
