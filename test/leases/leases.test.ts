@@ -134,10 +134,56 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(a[6]).toBe(20);
     expect(b.slice(0, 7)).toEqual(a.slice(0, 7));
     expect(await stored(prefix, "k")).toBe(21);
-    const back = { cost: 0, want: 0, lifeMs: 5000, minLifeMs: 100, id: "def", previous: { id: "abc", unspent: 15 } };
+    const back = { cost: 0, want: 0, lifeMs: 5000, minLifeMs: 100, id: "def", returns: [{ id: "abc", unspent: 15 }] };
     await store.lease!(set, "k", back, now);
     await store.lease!(set, "k", { ...back, id: "ghi" }, now);
     expect(await stored(prefix, "k")).toBe(6);
+  });
+
+  it("a lease call that failed on the way back is returned whole by the next call", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const inner = h.store("local", { denyCache: false });
+    let failNext = false;
+    // The store ran the call; its answer was lost on the way back (a dropped connection).
+    const lossy = {
+      ...inner,
+      name: inner.name,
+      lease: async (...a: Parameters<NonNullable<typeof inner.lease>>) => {
+        const result = await inner.lease!(...a);
+        if (failNext) {
+          failNext = false;
+          throw new Error("connection reset");
+        }
+        return result;
+      },
+      consume: inner.consume.bind(inner),
+      peek: inner.peek.bind(inner),
+      refund: inner.refund.bind(inner),
+      reset: inner.reset.bind(inner),
+    };
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store: lossy,
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      resilience: false,
+    });
+    for (let i = 0; i < 50; i++) {
+      now += 10;
+      await (await limiter.limit("k")).pending;
+    }
+    await limiter.flush();
+    expect(await stored(prefix, "k")).toBe(50);
+    failNext = true;
+    now += 10;
+    await expect(limiter.limit("k")).rejects.toThrow(/connection reset/);
+    // That call charged its request and a lease; the next call gives the lease back.
+    now += 10;
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    await limiter.flush();
+    expect(await stored(prefix, "k")).toBe(52);
   });
 
   it("leases nothing when a policy has less than 1% of its limit (or 2 × cost) left, and at most half of what is left", async () => {

@@ -205,11 +205,12 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   };
 
   const call = (k: KeyLeases, key: string, cost: number, want: number): Promise<StoreResult> => {
-    const previous = k.returns.shift();
+    // Every pending return rides along (they cost the script a GET and a DEL each).
+    const returns = k.returns.splice(0);
     const id = newId();
-    const request: LeaseRequest = previous === undefined
+    const request: LeaseRequest = returns.length === 0
       ? { cost, want, lifeMs, minLifeMs, id }
-      : { cost, want, lifeMs, minLifeMs, id, previous };
+      : { cost, want, lifeMs, minLifeMs, id, returns };
     const sentMono = monotonic();
     const sentWall = clock();
     const pending = Promise.resolve(store.lease!(set, key, request, sentWall)).then(
@@ -218,8 +219,10 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
         return result;
       },
       (error: unknown) => {
-        // The return may or may not have run: sent again, it gives back nothing twice (the record is gone).
-        if (previous !== undefined) k.returns.unshift(previous);
+        // The returns may or may not have run: sent again, they give back nothing twice (the
+        // records are gone). The failed call itself may have charged a lease no one holds: it
+        // goes back whole with the next call, by its id (nothing, if it never ran).
+        k.returns.unshift(...returns, { id, unspent: Number.MAX_SAFE_INTEGER });
         throw error;
       },
     );
@@ -262,7 +265,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   const spend = (key: string, k: KeyLeases, lease: Lease, cost: number): Decision => {
     lease.units -= cost;
     const decision = fromLease(k, lease, cost);
-    if (k.next === undefined && k.inflight === undefined && lease.units * 4 < lease.granted) {
+    if (k.next === undefined && k.inflight === undefined && lease.granted >= 4 && lease.units * 4 < lease.granted) {
       deps.setPending(decision, refresh(k, key));
     }
     return decision;
@@ -286,8 +289,9 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
             if (lease !== undefined) lease.units = 0;
           }
           k.current = k.next = undefined;
-          // One return per call; a failure leaves the rest for a later call (and rejects flush).
-          while (k.returns.length > 0) await call(k, key, 0, 0);
+          // One call returns them all; a failure leaves them for a later call (and rejects flush).
+          // Spent leases too: their records go, so records left are those of leases never returned.
+          if (k.returns.length > 0) await call(k, key, 0, 0);
         })());
       }
       const results = await Promise.allSettled(all);

@@ -494,7 +494,7 @@ class ResilientStoreImpl implements ResilientStore {
       lifeMs: 0,
       minLifeMs: 0,
       id: `${request.id}-r`,
-      previous: { id: request.id, unspent: granted },
+      returns: [{ id: request.id, unspent: granted }],
     };
     new Promise<unknown>((resolve) => resolve(this.inner.lease!(set, key, back, nowMs))).then(() => undefined, () => undefined);
   }

@@ -75,8 +75,8 @@ export interface LeaseRequest {
   readonly minLifeMs: number;
   /** The new lease's id: unique (random), names its ledger record; a retried call with it charges nothing again. */
   readonly id: string;
-  /** A previous lease whose unspent units go back, into what it was charged in, once. */
-  readonly previous?: { readonly id: string; readonly unspent: number };
+  /** Previous leases whose unspent units go back, each into what it was charged in, once. */
+  readonly returns?: readonly { readonly id: string; readonly unspent: number }[];
 }
 
 /**
@@ -131,7 +131,7 @@ export interface RateLimitStore {
   settle?(set: PolicySet, key: string, id: string, actual: number, nowMs: number): MaybePromise<boolean>;
   /**
    * Optional (stores without it decide leased limiters exactly): in one atomic step, gives back
-   * `request.previous`'s unspent units into what that lease was charged in (once), decides
+   * the unspent units of `request.returns` into what each lease was charged in (once), decides
    * `request.cost` exactly as `consume` (a denial charges and grants nothing) and, when admitted
    * and every policy has enough left, charges up to `request.want` extra units to every policy
    * and records the lease. Answers `[allowed, ...per policy (allowed, remaining, resetAt,

@@ -10,13 +10,14 @@ import type { LuaScript } from "./lua.ts";
  * an exact one is. The sliding log has no place here: a set containing one is never leased.
  *
  *   KEYS[1..n]  the policies' keys (as the consume scripts)
- *   KEYS[n + 1] the new lease's ledger record; KEYS[n + 2] the previous lease's (may not exist)
- *   ARGV[1] the request's cost (0: no request, only a refresh or a return)
+ *   KEYS[n + 1] the new lease's ledger record; KEYS[n + 2..] the records of previous leases
+ *               being returned (each may no longer exist)
+ *   ARGV[1] the request's cost (0: no request, only a refresh or returns)
  *   ARGV[2] units wanted for the lease; ARGV[3] longest lease life, µs; ARGV[4] shortest life
- *           worth granting, µs; ARGV[5] the previous lease's unspent units; ARGV[6] now in µs,
- *           "" for the server's clock
+ *           worth granting, µs; ARGV[5] how many previous leases are returned (r); ARGV[6] now
+ *           in µs, "" for the server's clock
  *   from ARGV[7], per policy: kind letter, limit, parameter (a token bucket's limit already
- *   less its lease reserve)
+ *   less its lease reserve); then per returned lease its unspent units
  * Reply, always 1 + 5n + 3 integers: allowed, per policy (allowed, remaining, resetAt ms,
  * retryAfterMs), per policy the charge's mark (0 when nothing was charged), g, the lease's life
  * from now in µs, now in µs.
@@ -40,8 +41,9 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 
 function leaseScript(): string {
   return `local floor, ceil, max, min, fmt = math.floor, math.ceil, math.max, math.min, string.format
-local n = #KEYS - 2
-local req, want, life, minlife, unspent, now = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0, ARGV[6]
+local back = ARGV[5] + 0
+local n = #KEYS - 1 - back
+local req, want, life, minlife, now = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[6]
 if now and now ~= "" then
   now = now + 0
 else
@@ -57,16 +59,18 @@ if again then
   r[rn - 1], r[rn] = max(0, r[rn - 1] - now), now
   return r
 end
-local prev = redis.call("GET", KEYS[n + 2])
-if prev then
-  redis.call("DEL", KEYS[n + 2])
-  local r = {}
-  for v in string.gmatch(prev, "[^,]+") do r[#r + 1] = v + 0 end
-  cost = min(unspent, r[rn - 2])
-  if cost > 0 then
-    for p = 1, n do
+for q = 1, back do
+  local prev = redis.call("GET", KEYS[n + 1 + q])
+  if prev then
+    redis.call("DEL", KEYS[n + 1 + q])
+    local r = {}
+    for v in string.gmatch(prev, "[^,]+") do r[#r + 1] = v + 0 end
+    cost = min(ARGV[6 + 3 * n + q] + 0, r[rn - 2])
+    if cost > 0 then
+      for p = 1, n do
 ${POLICY}m = r[1 + 4 * n + p]
 ${dispatch("refund")}end
+    end
   end
 end
 local function evalAll(out, h)
@@ -95,6 +99,8 @@ if out[1] == 1 then
     if rest < max(ceil(L / 100), 2 * cost) then g = 0 else g = min(g, floor(rest / 2)) end
     if kind ~= "t" then wend = min(wend, (floor(now / (P * 1000)) + 1) * P * 1000) end
   end
+  -- What was wanted is for a whole lease life: a lease cut short by a window's end gets its share.
+  if wend - now < life then g = min(g, floor(want * (wend - now) / life)) end
   if wend - now < minlife then g = 0 end
   if g > 0 then
     local out2, h2 = {}, {}
@@ -127,7 +133,7 @@ return out
 }
 
 /** The lease script's SHA1, precomputed (a test recomputes it from the source). */
-export const LEASE_SCRIPT_SHA = "cf96da8f92765bc659a10e850ac92cd4f9e6aec8";
+export const LEASE_SCRIPT_SHA = "8622753bd201e48553c9c2310ee2aa672ab9f9b1";
 
 let script: LuaScript | undefined;
 

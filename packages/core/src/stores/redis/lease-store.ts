@@ -52,7 +52,7 @@ function failure(name: string, error: unknown): FloodgateError {
 
 /**
  * One lease call: the deny cache first (a remembered denial answers with no round trip, and
- * returns nothing: the previous lease then goes back with a later call or not at all), then
+ * returns nothing: the previous leases then go back with a later call or not at all), then
  * the lease script (EVALSHA, EVAL on NOSCRIPT unless the caller gave up).
  */
 export async function leaseCall(
@@ -65,6 +65,7 @@ export async function leaseCall(
   signal?: CallSignal,
 ): Promise<StoreResult> {
   const count = set.policies.length;
+  const returns = request.returns ?? [];
   const length = 1 + count * (FIELDS_PER_POLICY + 1) + 3;
   const cache = ctx.cache;
   const sentAt = ctx.ownsClock ? monotonic() : nowMs;
@@ -81,11 +82,15 @@ export async function leaseCall(
     String(request.want),
     String(Math.floor(request.lifeMs * 1000)),
     String(Math.ceil(request.minLifeMs * 1000)),
-    String(request.previous?.unspent ?? 0),
+    String(returns.length),
     ctx.ownsClock ? "" : String(toMicros(nowMs)),
     ...tailOf(set, request.lifeMs),
   ];
-  const all = [...keys, `${base}:l:${request.id}`, `${base}:l:${request.previous?.id ?? "-"}`];
+  const all = [...keys, `${base}:l:${request.id}`];
+  for (const r of returns) {
+    all.push(`${base}:l:${r.id}`);
+    args.push(String(r.unspent));
+  }
   const script = leaseLuaScript();
   const generation = cache?.generation ?? 0;
   let reply: unknown;
