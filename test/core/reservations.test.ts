@@ -114,7 +114,7 @@ describe("limiter.reserve()", () => {
       peek: (...a) => memory.peek(...a),
       refund: (...a) => memory.refund(...a),
       reset: (...a) => memory.reset(...a),
-      reserve: (...a) => memory.reserve(...a),
+      reserve: (set, key, cost, nowMs, id, ttlMs) => memory.reserve(set, key, cost, nowMs, id, ttlMs),
       settle: (...a) => new Promise<boolean>((resolve) => (release = () => resolve(memory.settle(...a)))),
     };
     const limiter = createRateLimiter({ policy: fixedWindow({ limit: 10, window: "1h" }), store: slow, resilience: false });

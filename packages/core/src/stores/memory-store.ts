@@ -25,6 +25,8 @@ export interface MemoryStore extends RateLimitStore {
   readonly size: number;
   /** Reservations outstanding (not yet settled, cancelled, or swept after their `ttl`). */
   readonly reservations: number;
+  reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult;
+  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean;
   dispose(): void;
 }
 
