@@ -83,8 +83,8 @@ export interface ResilientStoreStats {
   readonly lateRefunds: number;
   /**
    * Late charges whose refund failed (the store failed again, or returned no marks): they stay
-   * charged. Never retried, since a refund whose reply was lost may have run. Settled once
-   * `lateRefunds + lateRefundsFailed === lateCharges`.
+   * charged, unless the refund ran and only its reply was lost. Never retried, for that reason.
+   * Settled once `lateRefunds + lateRefundsFailed === lateCharges`.
    */
   readonly lateRefundsFailed: number;
   /**
