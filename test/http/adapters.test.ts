@@ -367,14 +367,16 @@ describe("architecture", () => {
 
   // Code lines, not comments or blank lines: the JSDoc users read on every export, and the
   // formatter's wrapping of long lines, are no logic that belongs in core.
-  it("each adapter stays a translation layer (under 80 lines of code)", async () => {
+  // 90: the handle (reset, peek, penalty, limiterFor), Koa's `throw` and the typed state made the
+  // adapters a few lines longer without any decision of their own.
+  it("each adapter stays a translation layer (under 90 lines of code)", async () => {
     const { readFileSync } = await import("node:fs");
     for (const pkg of ["hono", "express", "koa"]) {
       const source = readFileSync(fileURLToPath(new URL(`../../packages/${pkg}/src/index.ts`, import.meta.url)), "utf8");
       const code = source.replace(/\/\*[\s\S]*?\*\//g, "").split("\n").filter((line) =>
         line.trim() !== "" && !line.trim().startsWith("//")
       );
-      expect(code.length, pkg).toBeLessThan(80);
+      expect(code.length, pkg).toBeLessThan(90);
     }
   });
 });
