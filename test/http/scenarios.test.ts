@@ -853,7 +853,8 @@ describe.each(TARGETS)("$name refuses at construction", (target) => {
   it.each(REFUSED)("$name", async ({ options, message }) => {
     const started = target.start({ policy: perMinute(1), ...options } as HttpRateLimitOptions<any>);
     const error = await started.then(() => undefined, (e: unknown) => e);
-    expect(error).toBeInstanceOf(FloodgateError);
+    // By name, not instanceof: on Bun the adapters load core's build, this file its source.
+    expect((error as FloodgateError).name).toBe("FloodgateError");
     expect((error as FloodgateError).code).toBe("INVALID_OPTION");
     expect((error as FloodgateError).message).toContain(message);
   });
