@@ -5,7 +5,7 @@
  */
 import { Redis as IORedis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createRateLimiter, FloodgateError, redisStore, resilientStore } from "../../packages/core/src/index.ts";
+import { concurrency, createRateLimiter, fixedWindow, FloodgateError, redisStore, resilientStore } from "../../packages/core/src/index.ts";
 import { createHttpRateLimiter } from "../../packages/core/src/http/index.ts";
 import { type RedisInstance, startRedis } from "../support/redis-server.ts";
 import { clearOfHourBoundary, hourly, uniquePrefix } from "../stores/store-contract.ts";
@@ -162,5 +162,31 @@ describe("cold start", () => {
     const next = await http.decideRequest({}, "192.0.2.1");
     expect(next?.info.source).toBe("store");
     expect(codes).toHaveLength(3);
+  });
+});
+
+describe("an abandoned reservation is cancelled once", () => {
+  it("reservations abandoned at their deadline, then admitted by the woken server, are cancelled by id: every unit back, concurrency released, no ledger key left", async () => {
+    const store = resilientStore(redisStore({ client, denyCache: false }), { timeoutMs: 150, circuitBreaker: false, logger: false });
+    const prefix = uniquePrefix();
+    const limiter = createRateLimiter({
+      policy: [concurrency({ limit: 50, timeout: "1h" }), fixedWindow({ limit: 1000, window: "1h" })],
+      store,
+      prefix,
+    });
+    const kept = await limiter.reserve("a", { estimate: 7 });
+    expect(kept.decision.allowed).toBe(true);
+    redis.kill("SIGSTOP");
+    const codes = await Promise.all(Array.from({ length: 20 }, () => codeOf(limiter.reserve("a", { estimate: 5 }))));
+    expect(codes).toEqual(Array.from({ length: 20 }, () => "STORE_TIMEOUT"));
+    redis.kill("SIGCONT");
+    await until(() => store.stats().inFlight === 0);
+    expect(store.stats().lateReservations).toBe(20);
+    await until(() => store.stats().lateRefunds === 20);
+    // Only the answered reservation holds anything.
+    expect((await limiter.peek("a")).policies.map((p) => p.remaining)).toEqual([49, 993]);
+    expect(await admin.keys(`${prefix}{a}:r:*`)).toEqual([`${prefix}{a}:r:${kept.id}`]);
+    expect(await kept.settle(3)).toBe(true);
+    expect((await limiter.peek("a")).policies.map((p) => p.remaining)).toEqual([50, 997]);
   });
 });

@@ -260,14 +260,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     call.then(done, done);
     return call;
   };
-  const settleNow = (key: string, id: string, actual: number): Promise<boolean> => {
-    let answer: MaybePromise<boolean>;
-    try {
-      answer = store.settle!(set, key, id, actual, clock());
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return typeof answer === "boolean" ? Promise.resolve(answer) : track(Promise.resolve(answer));
+  /** A synchronous store's answer as it is (the reservation makes no promise for it); a remote one's promise, tracked for flush(). May throw. */
+  const settleNow = (key: string, id: string, actual: number): boolean | Promise<boolean> => {
+    const answer = store.settle!(set, key, id, actual, clock());
+    return typeof answer === "boolean" ? answer : track(Promise.resolve(answer));
   };
   const reservationOf = (result: StoreResult, key: string, estimate: number, id: string): Reservation => {
     // Cost 0: a reservation's decision has no charge (it is settled, not refunded).
@@ -357,7 +353,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       try {
         checkKey(key);
         if (typeof options !== "object" || options === null) checkId(undefined);
-        return settleNow(key, checkId(options.id), checkActual(options.actual));
+        return Promise.resolve(settleNow(key, checkId(options.id), checkActual(options.actual)));
       } catch (error) {
         return Promise.reject(error);
       }

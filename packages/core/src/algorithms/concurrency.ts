@@ -36,7 +36,7 @@ const CONCURRENCY_OPTIONS: OptionSpecs = {
  * timeout, as a sliding log's entries leave its window. So at most `limit` reservations are held
  * at once, and a crashed holder's unit comes back after `timeout`, not before.
  */
-export const CONCURRENCY: Algorithm = {
+export const CONCURRENCY: Algorithm = /* @__PURE__ */ (() => ({
   width: SLIDING_LOG.width,
   keepsLog: true,
   apply: (p, s, o, log, now, _cost, out, i, charge) => SLIDING_LOG.apply(p, s, o, log, now, 1, out, i, charge),
@@ -46,7 +46,7 @@ export const CONCURRENCY: Algorithm = {
   // Whatever the request cost, it is no longer in flight.
   settle: (p, s, o, log, _now, _estimate, _actual, mark) => removeEntries(p, s, o, log!, 1, mark),
   accepts: SLIDING_LOG.accepts,
-};
+}))();
 
 /**
  * An in-flight (concurrency) limit: at most `limit` requests per key at once. A request holds a

@@ -239,7 +239,7 @@ out[i + 1], out[i + 2], out[j] = L - (b + cost), ceil((a + P * 1000) / 1000), a
 `,
     // New entries go beside the mark's first one (LINSERT), the list stays oldest first; when
     // the mark is the newest entry, they are pushed at the end.
-    settle: settleFragment(
+    settle: /* @__PURE__ */ settleFragment(
       `redis.pcall("LREM", k, fmt("%d", -cost), fmt("%d", m))
 `,
       `local n, v = redis.pcall("LLEN", k), fmt("%d", m)

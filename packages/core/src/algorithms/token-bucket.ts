@@ -130,7 +130,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
  * a fixed-window count) after a limiter changes kind under the same prefix.
  * Redis state: the integer minus the theoretical arrival time (µs).
  */
-const TOKEN_BUCKET_LUA: LuaAlgorithm = {
+const TOKEN_BUCKET_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "t",
   parameter: intervalUs,
   fragments: {
@@ -145,7 +145,7 @@ a = nxt
     commit: `redis.call("SET", k, fmt("%d", -a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
 out[i + 1], out[i + 2], out[j] = floor((L * P - (a - now)) / P), ceil(a / 1000), a
 `,
-    settle: settleFragment(
+    settle: /* @__PURE__ */ settleFragment(
       `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
 if tat > now and tat == m then
   tat = max(now, tat - cost * P)
@@ -164,7 +164,7 @@ if tat > now and (m == nil or tat == m) then
 end
 `,
   },
-};
+}))();
 
 export const TOKEN_BUCKET_DEFINITION: AlgorithmDefinition<"token-bucket"> = {
   kind: "token-bucket",

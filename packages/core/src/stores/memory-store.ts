@@ -25,6 +25,8 @@ export interface MemoryStore extends RateLimitStore {
   readonly size: number;
   /** Reservations outstanding (not yet settled, cancelled, or swept after their `ttl`). */
   readonly reservations: number;
+  reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult;
+  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean;
   dispose(): void;
 }
 
@@ -44,8 +46,12 @@ const OPTIONS: OptionSpecs = {
 
 /** One outstanding reservation: what it was charged, into what, until when. */
 interface LedgerRecord {
+  /** The full key (namespace and key) it was reserved under. */
+  readonly key: string;
   readonly cost: number;
-  readonly marks: readonly number[];
+  /** The store's answer to the reservation: the marks follow the figures (from `at`). Never changed once answered. */
+  readonly result: StoreResult;
+  readonly at: number;
   readonly expiresAtUs: number;
 }
 
@@ -144,7 +150,7 @@ class MemoryStoreImpl implements MemoryStore {
   #sinceSweep: number;
   readonly #maxKeys: number;
   readonly #sweepEvery: number;
-  /** Outstanding reservations by full key, NUL, id; in the order they were made. */
+  /** Outstanding reservations by id (unique: the limiter makes them), in the order they were made. */
   #ledger = new Map<string, LedgerRecord>();
   readonly #maxReservations: number;
 
@@ -168,10 +174,11 @@ class MemoryStoreImpl implements MemoryStore {
     if (result[0] !== 1) return result;
     const ledger = this.#ledger;
     if (ledger.size >= this.#maxReservations) this.#trimLedger(toMicros(nowMs));
-    const count = set.policies.length;
-    ledger.set(`${this.#fullKey(set.prefix, key)}\u0000${id}`, {
+    ledger.set(id, {
+      key: this.#fullKey(set.prefix, key),
       cost,
-      marks: count === 1 ? [result[5]!] : result.slice(1 + count * FIELDS_PER_POLICY),
+      result,
+      at: 1 + set.policies.length * FIELDS_PER_POLICY,
       expiresAtUs: toMicros(nowMs + ttlMs),
     });
     return result;
@@ -179,10 +186,10 @@ class MemoryStoreImpl implements MemoryStore {
 
   settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean {
     const fullKey = this.#fullKey(set.prefix, key);
-    const at = `${fullKey}\u0000${id}`;
-    const record = this.#ledger.get(at);
-    if (record === undefined) return false;
-    this.#ledger.delete(at);
+    const record = this.#ledger.get(id);
+    // Another key's id settles nothing (nor is it spent).
+    if (record === undefined || record.key !== fullKey) return false;
+    this.#ledger.delete(id);
     const now = toMicros(nowMs);
     // Past its ttl, a reservation counts as its estimate (as if swept at once).
     if (record.expiresAtUs <= now) return false;
@@ -196,7 +203,7 @@ class MemoryStoreImpl implements MemoryStore {
     for (let p = 0; p < layout.algorithms.length; p++) {
       const o = base + layout.offsets[p]!;
       const log = layout.keepsLog[p] ? this.#logs[data[o]! - 1] : undefined;
-      const e = layout.algorithms[p]!.settle(set.policies[p]!, data, o, log, now, record.cost, actual, record.marks[p]!);
+      const e = layout.algorithms[p]!.settle(set.policies[p]!, data, o, log, now, record.cost, actual, record.result[record.at + p]!);
       if (e > expiry) expiry = e;
     }
     data[base] = expiry;
