@@ -32,7 +32,7 @@ export interface Plan {
 }
 
 /** The pause between streamed chunks: long beside the time a client takes to abort after one. */
-export const CHUNK_GAP_MS = 150;
+export const CHUNK_GAP_MS = 300;
 
 export function planOf(url: string): Plan {
   const q = new URL(url, "http://localhost").searchParams;

@@ -15,6 +15,8 @@ export const RETRY_AFTER = "Retry-After";
 /** draft-11 `RateLimit-Policy` parameters: quota and window (seconds). */
 const QUOTA = "q";
 const WINDOW = "w";
+/** draft-11 `RateLimit-Policy` quota unit (`qu`), written for concurrency policies only (the default unit is requests). */
+const QUOTA_UNIT = "qu";
 /** draft-11 `RateLimit` parameters: remaining quota and seconds until it is restored. */
 const REMAINING = "r";
 const RESET = "t";
@@ -43,6 +45,8 @@ export const HEADER_NAMES = {
   quota: QUOTA,
   /** `w`, the draft-11 `RateLimit-Policy` parameter for the window in seconds. */
   window: WINDOW,
+  /** `qu`, the draft-11 `RateLimit-Policy` quota unit: `"concurrent-requests"` for a concurrency policy. */
+  quotaUnit: QUOTA_UNIT,
   /** `r`, the draft-11 `RateLimit` parameter for the remaining quota. */
   remaining: REMAINING,
   /** `t`, the draft-11 `RateLimit` parameter for the seconds until the quota is restored. */
@@ -97,9 +101,11 @@ export function createHeaderWriter(
   const windowSeconds = (p: Policy): number => Math.max(1, Math.ceil(p.windowMs / 1000));
   const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${WINDOW}=${windowSeconds(p)}`]));
   const shortOf = (d: Decision): string => shortPolicy.get(d.policy) ?? "";
-  // An in-flight limit has no window: its quota is in concurrent requests (the draft's `qu`).
+  // A concurrency limit counts requests in flight: its quota unit, and no window (its timeout is not one).
   const ietfPolicy = policies.map((p) =>
-    `"${p.name}";${QUOTA}=${p.limit};${(p.kind as string) === "concurrency" ? 'qu="concurrent-requests"' : `${WINDOW}=${windowSeconds(p)}`}`
+    p.kind === "concurrency"
+      ? `"${p.name}";${QUOTA}=${p.limit};${QUOTA_UNIT}="concurrent-requests"`
+      : `"${p.name}";${QUOTA}=${p.limit};${WINDOW}=${windowSeconds(p)}`
   ).join(", ");
   const ietfPrefix = policies.map((p) => `"${p.name}";${REMAINING}=`);
   const single = policies.length === 1;
