@@ -19,7 +19,7 @@ export {
   type TokenBucketOptions,
   type WindowPolicyOptions,
 } from "./policies.ts";
-export type { CallSignal, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+export type { CallSignal, LeaseRequest, LeaseReturn, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
 export {
   type CircuitBreakerOptions,
   type ResilientStore,
