@@ -24,6 +24,8 @@ export {
 export {
   answeredLocally,
   type CallSignal,
+  type LeaseRequest,
+  type LeaseReturn,
   type LocalStoreResult,
   type MaybePromise,
   type PolicySet,

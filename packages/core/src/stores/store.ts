@@ -76,7 +76,15 @@ export interface LeaseRequest {
   /** The new lease's id: unique (random), names its ledger record; a retried call with it charges nothing again. */
   readonly id: string;
   /** Previous leases whose unspent units go back, each into what it was charged in, once. */
-  readonly returns?: readonly { readonly id: string; readonly unspent: number }[];
+  readonly returns?: readonly LeaseReturn[];
+}
+
+/** A lease given back: see {@link LeaseRequest.returns}. */
+export interface LeaseReturn {
+  /** The lease's id, as its {@link LeaseRequest} named it. */
+  readonly id: string;
+  /** Units of it not spent (a larger number gives back the whole lease). */
+  readonly unspent: number;
 }
 
 /**
