@@ -66,6 +66,23 @@ for q = 2, #out, 4 do
 end
 `;
 
+/**
+ * After a charging denial: blocks the key (\`bk\`, \`bu\` as in {@link BLOCKED}) for the longest
+ * \`block\` among the policies that denied, read per policy p from \`ARGV[at + p]\` (absent when no
+ * policy of the set blocks), in the same script call; then reports the block.
+ */
+export const startBlock = (at: string, count: string): string =>
+  `local bm = 0
+for p = 1, ${count} do
+local v = ARGV[${at} + p]
+if v and out[p * 4 - 2] == 0 and v + 0 > bm then bm = v + 0 end
+end
+if bm > 0 then
+bu = now + bm * 1000
+redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", bm))
+${BLOCKED}end
+`;
+
 function singleScript(kind: PolicyKind): string {
   const f = ALGORITHMS[kind].lua.fragments;
   return `${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
@@ -117,16 +134,7 @@ if bu and bu > now then
 ${BLOCKED}return out
 end
 if out[1] == 0 and charge then
-local bm = 0
-for p = 1, #KEYS do
-local v = ARGV[#KEYS * 3 + 2 + p]
-if v and out[p * 4 - 2] == 0 and v + 0 > bm then bm = v + 0 end
-end
-if bm > 0 then
-bu = now + bm * 1000
-redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", bm))
-${BLOCKED}end
-return out
+${startBlock("#KEYS * 3 + 2", "#KEYS")}return out
 end
 if out[1] == 1 and charge then
 for p = 1, #KEYS do

@@ -1,4 +1,4 @@
-import { BLOCKED, dispatch, type LuaScript, prelude } from "./lua.ts";
+import { BLOCKED, dispatch, type LuaScript, prelude, startBlock } from "./lua.ts";
 
 /*
  * The two reservation scripts, one atomic call each, for every policy set (single policies too:
@@ -39,16 +39,7 @@ if bu and bu > now then
 ${BLOCKED}return out
 end
 if out[1] == 0 then
-local bm = 0
-for p = 1, n do
-local v = ARGV[#KEYS * 3 + p]
-if v and out[p * 4 - 2] == 0 and v + 0 > bm then bm = v + 0 end
-end
-if bm > 0 then
-bu = now + bm * 1000
-redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", bm))
-${BLOCKED}end
-return out
+${startBlock("#KEYS * 3", "n")}return out
 end
 if out[1] == 1 and charge then
 local rec = {fmt("%d", now + ARGV[#KEYS * 3] * 1000), fmt("%d", cost)}
