@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  concurrency,
   createRateLimiter,
   fixedWindow,
   FloodgateError,
@@ -242,7 +243,7 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(admitted).toBeLessThanOrEqual(50);
   });
 
-  it("the safety rules: a sliding log stays exact, a short token bucket is refused with LEASE_UNSUITABLE", () => {
+  it("the safety rules: a sliding log, a block or a concurrency policy stays exact, a short token bucket is refused with LEASE_UNSUITABLE", () => {
     const store = h.store("server");
     expect(createRateLimiter({ policy: slidingLog({ limit: 10, window: 1000 }), store, mode: "leased" }).mode).toBe("exact");
     expect(
@@ -256,6 +257,11 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(createRateLimiter({ policy: fixedWindow({ limit: 10, window: 1000 }), store: memoryStore(), mode: "leased" }).mode).toBe(
       "exact",
     );
+    // A block starts at a denial in any instance; an in-flight unit belongs to one request.
+    expect(createRateLimiter({ policy: fixedWindow({ limit: 10, window: 1000, block: "1m" }), store, mode: "leased" }).mode).toBe("exact");
+    expect(createRateLimiter({ policy: [concurrency({ limit: 2 }), fixedWindow({ limit: 10, window: 1000 })], store, mode: "leased" }).mode)
+      .toBe("exact");
+    expect(createRateLimiter({ policy: fixedWindow({ limit: 100, window: 60_000 }), store, mode: "leased" }).mode).toBe("leased");
     let error: unknown;
     try {
       createRateLimiter({ policy: tokenBucket({ capacity: 10, refillRate: 5 }), store, mode: "leased" });
