@@ -243,6 +243,30 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(admitted).toBeLessThanOrEqual(50);
   });
 
+  it("a lease refresh a decision starts is handed to the platform's waitUntil (withRateLimit)", async () => {
+    const store = h.store("server");
+    let now = T0;
+    const handed: Promise<unknown>[] = [];
+    const ctx = { waitUntil: (promise: Promise<unknown>) => void handed.push(promise) };
+    const handler = withRateLimit<[typeof ctx]>(() => new Response("ok"), {
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store,
+      prefix: uniquePrefix(),
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
+    for (let i = 0; i < 40; i++) {
+      now += 1;
+      const r = await handler(new Request("http://localhost/"), ctx);
+      expect(r.status).toBe(200);
+    }
+    // No settlement or refund here: only a leased decision's refresh can have been handed over.
+    expect(handed.length).toBeGreaterThan(0);
+    await Promise.all(handed); // and it never rejects
+  });
+
   it("the safety rules: a sliding log, a block or a concurrency policy stays exact, a short token bucket is refused with LEASE_UNSUITABLE", () => {
     const store = h.store("server");
     expect(createRateLimiter({ policy: slidingLog({ limit: 10, window: 1000 }), store, mode: "leased" }).mode).toBe("exact");

@@ -352,6 +352,8 @@ export function createHttpRateLimiter<Raw>(
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
       const info = new RequestRateLimitInfo(outcome, key, rule.name, cost);
       const decision = outcome.decision;
+      // Leased mode: a lease refresh this decision started is work after the response too.
+      if (decision?.source === "lease") info.wait(decision.pending);
       const headers: string[] = [];
       if (decision !== undefined) bound.writeHeaders?.(decision, outcome.atMs, headers);
       const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, bound.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
