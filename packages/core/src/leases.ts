@@ -14,6 +14,16 @@ import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "./sto
 
 /** Default look-ahead and longest life of a lease, ms. */
 export const DEFAULT_LEASE_MS = 5000;
+
+/**
+ * Where a store that leases keeps the instance's side of leased mode, {@link leasedDecider}: the
+ * limiter finds it on the store rather than importing it, so an app whose stores cannot lease
+ * (the memory store) does not ship it. The Redis script store sets it beside its `lease`.
+ */
+export const LEASED_DECIDER: unique symbol = /* @__PURE__ */ Symbol("floodgate.leasedDecider");
+
+/** A store with leases, and the decider that spends them. */
+export type LeasingStore = RateLimitStore & { readonly [LEASED_DECIDER]?: (deps: LeaseDeps) => LeasedDecider };
 /** The deadline margin: a fixed part (ms) for clocks that advance only on I/O... */
 export const LEASE_MARGIN_MS = 5;
 /** ...and a share of the lease's life for clock-rate drift (1%: ten times a 0.1%-slow clock). */

@@ -2,7 +2,7 @@ import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
 import { FOREIGN_OPTIONS } from "./foreign-options.ts";
 import { checkLeasable } from "./lease-rules.ts";
-import { DEFAULT_LEASE_MS, type LeasedDecider, leasedDecider } from "./leases.ts";
+import { DEFAULT_LEASE_MS, LEASED_DECIDER, type LeasedDecider, type LeasingStore } from "./leases.ts";
 import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
@@ -338,9 +338,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
   const leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
+  const makeLeased = (unwrapStore(bare) as LeasingStore)[LEASED_DECIDER];
   const leased: LeasedDecider | undefined =
-    o.mode === "leased" && checkLeasable("createRateLimiter()", policies, leaseMs) && typeof bare.lease === "function"
-      ? leasedDecider({ store, set, clock, ownsClock: bare.ownsClock === true, lifeMs: leaseMs, toDecision, setPending })
+    o.mode === "leased" && checkLeasable("createRateLimiter()", policies, leaseMs) && typeof bare.lease === "function" &&
+      makeLeased !== undefined
+      ? makeLeased({ store, set, clock, ownsClock: bare.ownsClock === true, lifeMs: leaseMs, toDecision, setPending })
       : undefined;
 
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {

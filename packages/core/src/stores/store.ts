@@ -144,7 +144,9 @@ export interface RateLimitStore {
    * and every policy has enough left, charges up to `request.want` extra units to every policy
    * and records the lease. Answers `[allowed, ...per policy (allowed, remaining, resetAt,
    * retryAfterMs), ...per policy mark (0 when nothing was charged), g, lifeUs, nowUs]`: the units
-   * granted, the lease's life from the store's now, and that now (µs). See docs/leases.md.
+   * granted, the lease's life from the store's now, and that now (µs). See docs/leases.md. The
+   * built-in Redis stores also carry the instance's side of leased mode, which the limiter takes
+   * from them (so apps whose stores cannot lease do not ship it).
    */
   lease?(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
   /** Deletes exactly this key's state in this set (its block too), nothing else. */

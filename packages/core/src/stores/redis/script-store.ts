@@ -5,6 +5,7 @@ import type { CallSignal, LeaseRequest, PolicySet, RateLimitStore, StoreResult }
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
 import { leaseCall } from "./lease-store.ts";
+import { LEASED_DECIDER, leasedDecider } from "../../leases.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
 import { ledgerKey, reservationScripts } from "./reservations.ts";
 
@@ -121,6 +122,9 @@ export class ScriptStore implements RedisScriptStore {
 
   constructor(name: string, transport: ScriptTransport, options: ScriptStoreOptions) {
     this.name = name;
+    // The instance's side of leased mode, for the limiter (see LEASED_DECIDER). Set here, not as
+    // a class field: a computed field name would keep the class in bundles that never use it.
+    (this as { [LEASED_DECIDER]?: typeof leasedDecider })[LEASED_DECIDER] = leasedDecider;
     this.#transport = transport;
     this.ownsClock = (options.clock ?? "server") === "server";
     this.#cache = options.denyCache === false ? undefined : new DenyCache(options.denyCacheMaxKeys ?? 10_000);
