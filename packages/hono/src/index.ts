@@ -65,6 +65,15 @@ type NodeBindings = {
 
 const nodeSocketIp = (c: Context): string | undefined => (c.env as NodeBindings)?.incoming?.socket?.remoteAddress;
 
+/** Workers' ExecutionContext, or `undefined` elsewhere (Hono's getter throws without one). */
+function workersContext(c: Context): unknown {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Rate-limiting middleware for Hono. Options are validated here, once; the decision is readable
  * as `c.get("rateLimit")`.
@@ -90,13 +99,7 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
     c.set("rateLimit", result.info);
     // What is left after the response, to the platform's waitUntil: Workers' (Hono's getter throws
     // without one), Netlify's (`hono/netlify` passes its context as `c.env.context`), or Vercel's.
-    let executionCtx: unknown;
-    try {
-      executionCtx = c.executionCtx;
-    } catch {
-      // Not on Workers.
-    }
-    handOffPending(result, executionCtx, (c.env as { context?: unknown } | undefined)?.context);
+    handOffPending(result, () => [workersContext(c), (c.env as { context?: unknown } | undefined)?.context]);
     if (!result.allowed) return toFetchResponse(result);
     const headers = result.headers;
     const outgoing = (c.env as NodeBindings)?.outgoing;

@@ -164,7 +164,7 @@ export function withRateLimit<Rest extends unknown[]>(
     if (result === undefined) return handler(request, ...args);
     // What is left after the response, to the platform's waitUntil: Workers' ctx (the third
     // argument), Netlify's context (the second), or Vercel's request context.
-    handOffPending(result, ...args);
+    handOffPending(result, () => args);
     if (!result.allowed) return toFetchResponse(result);
     DECISIONS.set(request, result.info);
     let response: Response;

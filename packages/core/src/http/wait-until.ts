@@ -10,16 +10,20 @@ const VERCEL_CONTEXT = /* @__PURE__ */ Symbol.for("@vercel/request-context");
 type WithWaitUntil = { waitUntil?: (promise: Promise<unknown>) => void } | null | undefined;
 
 /**
- * Hands `result.info.pending` to the first `waitUntil` found: on one of `candidates` (Cloudflare
+ * Hands `result.info.pending` to the first `waitUntil` found: on one of `candidates()` (Cloudflare
  * Workers' `ExecutionContext`, Netlify's `Context`: whatever the runtime passed beside the
  * request), else on Vercel's request context. Nothing when there is nothing pending or no
  * platform offers it (Node, Bun, Deno: the process keeps running). Never throws.
+ *
+ * `candidates` is called only when something is pending: finding a context can cost (Hono's
+ * `c.executionCtx` throws, with a stack trace, where there is none), and most requests have
+ * nothing pending.
  */
-export function handOffPending(result: RateLimitResult, ...candidates: unknown[]): void {
+export function handOffPending(result: RateLimitResult, candidates: () => readonly unknown[]): void {
   const pending = result.info.pending;
   if (pending === RESOLVED) return;
   const vercel = (globalThis as Record<symbol, { get?(): WithWaitUntil } | undefined>)[VERCEL_CONTEXT];
-  for (const candidate of [...candidates, vercel?.get?.()] as WithWaitUntil[]) {
+  for (const candidate of [...candidates(), vercel?.get?.()] as WithWaitUntil[]) {
     if (typeof candidate?.waitUntil !== "function") continue;
     try {
       candidate.waitUntil(pending);
