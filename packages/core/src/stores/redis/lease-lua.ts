@@ -1,6 +1,6 @@
 import type { LuaFragments } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS, type PolicyKind } from "../../algorithms/registry.ts";
-import type { LuaScript } from "./lua.ts";
+import { type LuaScript, READ_NOW } from "./lua.ts";
 
 /*
  * The lease script: one atomic call that returns a previous lease's unspent units, decides the
@@ -44,13 +44,7 @@ function leaseScript(): string {
 local back = ARGV[5] + 0
 local n = #KEYS - 1 - back
 local req, want, life, minlife, now = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[6]
-if now and now ~= "" then
-  now = now + 0
-else
-  local t = redis.call("TIME")
-  now = t[1] * 1000000 + t[2]
-end
-local rn = 1 + 5 * n + 3
+${READ_NOW}local rn = 1 + 5 * n + 3
 local ok, a, b, c, d, e, cost, m
 local again = redis.call("GET", KEYS[n + 1])
 if again then

@@ -38,19 +38,22 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  * and is overwritten.
  */
 
+/** Turns \`now\` (an ARGV string, µs) into a number; absent or "", reads the server's clock (TIME). */
+export const READ_NOW = `if now and now ~= "" then
+  now = now + 0
+else
+  local t = redis.call("TIME")
+  now = t[1] * 1000000 + t[2]
+end
+`;
+
 /** Reads cost (refund: whether to refund it; charge: whether to consume it) and now (µs). */
 export const prelude = (nowAt: string): string =>
   `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
 local cost, now = ARGV[1] + 0, ARGV[${nowAt}]
 local refund, charge = cost < 0, cost > 0
 if refund then cost = -cost elseif not charge then cost = 1 end
-if now and now ~= "" then
-  now = now + 0
-else
-  local t = redis.call("TIME")
-  now = t[1] * 1000000 + t[2]
-end
-local ok, a, b, c, d, e
+${READ_NOW}local ok, a, b, c, d, e
 `;
 
 /**

@@ -1,4 +1,4 @@
-import { BLOCKED, dispatch, type LuaScript, prelude, startBlock } from "./lua.ts";
+import { BLOCKED, dispatch, type LuaScript, prelude, READ_NOW, startBlock } from "./lua.ts";
 
 /*
  * The two reservation scripts, one atomic call each, for every policy set (single policies too:
@@ -57,13 +57,7 @@ function settleScript(): string {
   return `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format
 local n = #KEYS - 1
 local act, now = ARGV[1] + 0, ARGV[n * 3 + 2]
-if now and now ~= "" then
-  now = now + 0
-else
-  local t = redis.call("TIME")
-  now = t[1] * 1000000 + t[2]
-end
-local rec = redis.pcall("GET", KEYS[n + 1])
+${READ_NOW}local rec = redis.pcall("GET", KEYS[n + 1])
 if type(rec) ~= "string" then return 0 end
 redis.call("DEL", KEYS[n + 1])
 local f = {}
