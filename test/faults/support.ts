@@ -100,7 +100,10 @@ export async function startRig(redisArgs: string[], timeoutMs: number, prefix: s
     const loops: Promise<void>[] = [];
     const targets = [...ready.apps.map((a, i) => ({ port: a.port, app: i, n: perApp })), { port: ready.floorPort, app: -1, n: floor }];
     for (const t of targets) {
-      const agent = new http.Agent({ keepAlive: true, maxSockets: t.n });
+      // Idle sockets are retired after 4 s, before the servers' 5 s keep-alive timeout closes them:
+      // reusing a socket the server is closing at that moment resets it, a client-side loss that
+      // would count as a request without an answer.
+      const agent = new http.Agent({ keepAlive: true, maxSockets: t.n, timeout: 4_000 });
       for (let i = 0; i < t.n; i++) {
         loops.push((async () => {
           while (running) {
