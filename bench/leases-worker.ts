@@ -94,7 +94,8 @@ async function main(): Promise<void> {
   const fd = openSync(c.out, "a");
   const redis = new Redis({ url: c.url, token: c.token, enableAutoPipelining: false, retry: { retries: 0 } });
   const policies = policiesOf(c.policy);
-  let decide: () => Promise<{ allowed: boolean; source: string; resets: number[] }>;
+  /** A decision, and for one served synchronously (from a lease) the limiter's own time, µs. */
+  let decide: () => Promise<{ allowed: boolean; source: string; resets: number[]; syncUs?: number }>;
   let flush = async (): Promise<void> => {};
   if (c.mode === "leased" || c.mode === "exact") {
     const limiter = createRateLimiter({
@@ -109,8 +110,13 @@ async function main(): Promise<void> {
     decide = async () => {
       // decide(): a decision served from a lease comes back synchronously, so the time measured
       // is the limiter's own, not a promise's turn.
+      const t0 = hrUs();
       const answer = limiter.decide("hot");
-      const d = answer instanceof Promise ? await answer : answer;
+      if (!(answer instanceof Promise)) {
+        const syncUs = hrUs() - t0;
+        return { allowed: answer.allowed, source: answer.source ?? "store", resets: answer.policies.map((p) => p.resetAt), syncUs };
+      }
+      const d = await answer;
       return { allowed: d.allowed, source: d.source ?? "store", resets: d.policies.map((p) => p.resetAt) };
     };
     flush = () => limiter.flush();
@@ -147,14 +153,16 @@ async function main(): Promise<void> {
       return;
     }
     const t1 = hrUs();
-    write(`${JSON.stringify([d.allowed ? "a" : "d", t0, t1, d.source, d.resets])}\n`);
+    write(`${JSON.stringify([d.allowed ? "a" : "d", t0, t1, d.source, d.resets, d.syncUs ?? -1])}\n`);
   };
   // Ready: the parent gives every process the same start once all are.
   c.startUs = await new Promise<number>((resolve) => {
     process.once("message", (m: { startUs: number }) => resolve(m.startUs));
     process.send!("ready");
   });
-  process.disconnect();
+  // The parent asks for the exit flush once every instance has made its decisions, so that the
+  // store requests of the run and those of the flushes are counted apart.
+  const flushAsked = new Promise<void>((resolve) => process.once("message", () => resolve()));
   await sleep((c.startUs - hrUs()) / 1000);
   const end = c.startUs + c.durationMs * 1000;
   const inflight = new Set<Promise<void>>();
@@ -183,12 +191,15 @@ async function main(): Promise<void> {
     void pending.then(() => inflight.delete(pending));
   }
   await Promise.all(inflight);
+  process.send!("decided");
+  await flushAsked;
   try {
     await flush();
   } catch (error) {
     write(`${JSON.stringify(["e", hrUs(), hrUs(), `flush: ${(error as Error).message.slice(0, 80)}`])}\n`);
   }
   write(`${JSON.stringify(["done", hrUs()])}\n`);
+  process.disconnect();
   process.exit(0);
 }
 

@@ -1,7 +1,8 @@
 /**
  * Leased mode benchmark: real OS processes, counted at the server, checked by an independent
  * replay. Run: `npm run bench:leases` (node --import tsx bench/leases.ts [--quick] [--seconds 20]
- * [--instances 1,4,16,100] [--only steady,latency,...]).
+ * [--instances 1,4,16,100] [--only steady,latency,...] [--modes leased,exact,upstash-fixed,
+ * upstash-cached] [--lease-ms 5000]).
  *
  * Starts its own redis-server and the local Upstash bridge in front of it (and, for the latency
  * variant, a proxy adding 20 ms to every bridge request), then, per run, N worker processes
@@ -12,7 +13,11 @@
  * the Redis server's clock (offset measured with TIME, lowest round trip of 50); every admission
  * is replayed through the exact algorithm by test/support/exact-checker.ts. A decision served
  * by the store is placed in the window the store charged it in (from its resetAt); one served
- * from a lease at the time it returned, on this machine's one clock.
+ * from a lease at the time it returned, on this machine's one clock. Store requests are counted
+ * twice: once every instance has made its decisions, and again after their exit `flush()`es
+ * (which return unspent units: a cost a long-lived instance pays once). "p50 lease" is the
+ * limiter's own time for a decision it answered synchronously from a lease; "p50 all" is the
+ * time the caller waited for every decision, the store's included.
  *
  * Scenarios: steady 80% of the limit at 1, 4, 16 and 100 instances in leased and exact mode and
  * with @upstash/ratelimit's fixedWindow and cachedFixedWindow; with 16 instances: bursts of 3×
@@ -41,7 +46,8 @@ const quick = args.includes("--quick");
 const SECONDS = Number(flag("seconds") ?? (quick ? 6 : 20));
 const INSTANCES = (flag("instances") ?? (quick ? "1,4" : "1,4,16,100")).split(",").map(Number);
 const ONLY = flag("only")?.split(",");
-const LEASE_MS = 5000;
+const MODES = flag("modes")?.split(",");
+const LEASE_MS = Number(flag("lease-ms") ?? 5000);
 const HOT_RATE = 6000 / 60; // the limit per second
 
 const hrUs = (): number => Number(process.hrtime.bigint() / 1000n);
@@ -66,9 +72,12 @@ interface RunResult {
   admitted: number;
   denied: number;
   errors: number;
+  /** Counted at the server while the instances decided, then with their exit flushes. */
   bridgeRequests: number;
   scriptCalls: number;
   perThousand: number;
+  bridgeWithFlush: number;
+  perThousandWithFlush: number;
   violations: number;
   violationsDetail: string[];
   p50LeaseUs: number;
@@ -118,13 +127,18 @@ async function main(): Promise<void> {
     if (want("steady")) {
       for (const n of INSTANCES) {
         for (const mode of ["leased", "exact", "upstash-fixed", "upstash-cached"] as const) {
+          if (MODES !== undefined && !MODES.includes(mode)) continue;
           runs.push({ label: `steady 80%, ${n} instances`, mode, policy: "hot", instances: n, rate: 0.8 * HOT_RATE });
         }
       }
     }
     const big = quick ? 4 : 16;
     const scen = (label: string, extra: Partial<Run>, modes: Run["mode"][] = ["leased", "exact"]) => {
-      for (const mode of modes) runs.push({ label, mode, policy: "hot", instances: big, rate: 0.8 * HOT_RATE, ...extra });
+      for (const mode of modes) {
+        if (MODES === undefined || MODES.includes(mode)) {
+          runs.push({ label, mode, policy: "hot", instances: big, rate: 0.8 * HOT_RATE, ...extra });
+        }
+      }
     };
     if (want("latency")) {
       scen(`steady 80%, ${big} instances, +20 ms per request`, { latencyMs: 20 }, ["leased", "exact", "upstash-fixed", "upstash-cached"]);
@@ -207,6 +221,7 @@ async function runOne(run: Run, env: Env): Promise<RunResult> {
   startUs = hrUs() + 300_000;
   for (const child of children) child.send({ startUs });
   const exits = children.map((child) => new Promise<void>((resolve) => child.once("exit", () => resolve())));
+  const decided = children.map((child) => new Promise<void>((resolve) => child.once("message", () => resolve())));
   let deaths = 0;
   let restartAtUs: number | undefined;
   if (run.event !== undefined) {
@@ -224,10 +239,13 @@ async function runOne(run: Run, env: Env): Promise<RunResult> {
       await env.redis.restart();
     }
   }
-  await Promise.all(exits);
-  // Counted at the server.
+  // Counted at the server: once every instance has decided (or died), then after the exit flushes.
+  await Promise.all(children.map((_, i) => Promise.race([decided[i], exits[i]])));
   const scriptCalls = await commandCalls(admin);
   const bridgeRequests = bridge.requests.total;
+  for (const child of children) if (child.connected) child.send("flush");
+  await Promise.all(exits);
+  const bridgeWithFlush = bridge.requests.total;
   // Leases whose ledger record is still there were never returned: those of the dead.
   let strandedLeases = 0;
   let strandedUnits = 0;
@@ -285,7 +303,9 @@ async function runOne(run: Run, env: Env): Promise<RunResult> {
       all.push(t1 - t0);
       if (source === "lease") {
         leaseServed++;
-        leaseLatency.push(t1 - t0);
+        // The limiter's own time for a decision it answered synchronously (from the lease).
+        const syncUs = entry[5] as number | undefined;
+        leaseLatency.push(syncUs !== undefined && syncUs >= 0 ? syncUs : t1 - t0);
       } else storeLatency.push(t1 - t0);
       if (kind === "d") {
         denied++;
@@ -328,6 +348,8 @@ async function runOne(run: Run, env: Env): Promise<RunResult> {
     bridgeRequests,
     scriptCalls,
     perThousand: decisions === 0 ? NaN : (bridgeRequests * 1000) / decisions,
+    bridgeWithFlush,
+    perThousandWithFlush: decisions === 0 ? NaN : (bridgeWithFlush * 1000) / decisions,
     violations: violations.length,
     violationsDetail: violations.slice(0, 3).map((v) => v.detail),
     firstError,
@@ -436,6 +458,8 @@ const fmt = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : "
 function row(r: RunResult): string {
   return `${r.run.label} | ${r.run.mode} | decisions ${r.decisions} | admitted ${r.admitted} | denied ${r.denied} | errors ${r.errors} | bridge ${r.bridgeRequests} (${
     fmt(r.perThousand)
+  }/1000; with exit flushes ${r.bridgeWithFlush}, ${
+    fmt(r.perThousandWithFlush)
   }/1000) | scripts ${r.scriptCalls} | lease-served ${r.leaseServed} | p50 lease ${fmt(r.p50LeaseUs, 0)} µs, store ${
     fmt(r.p50StoreUs, 0)
   } µs, all ${fmt(r.p50AllUs, 0)} µs | violations ${r.violations}${
@@ -447,14 +471,14 @@ function row(r: RunResult): string {
 
 function table(results: RunResult[]): string {
   const lines = [
-    "| scenario | mode | decisions | admitted | denied | errors | bridge requests | per 1,000 decisions | EVALSHA+EVAL | from leases | p50 lease µs | p50 store µs | p50 all µs | checker violations | stranded leases (units) |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| scenario | mode | decisions | admitted | denied | errors | bridge requests | per 1,000 decisions | with exit flushes | EVALSHA+EVAL | from leases | p50 lease µs | p50 store µs | p50 all µs | checker violations | stranded leases (units) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of results) {
     lines.push(
       `| ${r.run.label} | ${r.run.mode} | ${r.decisions} | ${r.admitted} | ${r.denied} | ${r.errors} | ${r.bridgeRequests} | ${
         fmt(r.perThousand)
-      } | ${r.scriptCalls} | ${r.leaseServed} | ${fmt(r.p50LeaseUs, 0)} | ${fmt(r.p50StoreUs, 0)} | ${
+      } | ${fmt(r.perThousandWithFlush)} | ${r.scriptCalls} | ${r.leaseServed} | ${fmt(r.p50LeaseUs, 0)} | ${fmt(r.p50StoreUs, 0)} | ${
         fmt(r.p50AllUs, 0)
       } | ${r.violations}${r.restartViolations === undefined ? "" : ` (+${r.restartViolations} after the restart)`} | ${
         r.run.mode === "leased" ? `${r.strandedLeases} (${r.strandedUnits})${r.deaths ? `, ${r.deaths} deaths` : ""}` : ""

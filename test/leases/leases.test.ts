@@ -79,6 +79,91 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(await stored(prefix, "k")).toBe(admitted);
   });
 
+  /**
+   * The store, counting its lease calls, and among them the refreshes (no request, units wanted);
+   * every other property, the decider's symbol too, is the store's.
+   */
+  function counted(store: ReturnType<RedisHarness["store"]>): { store: typeof store; calls: () => number; refreshes: () => number } {
+    let n = 0;
+    let refreshes = 0;
+    const wrapped = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== "lease" || typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          n++;
+          const request = args[2] as { cost: number; want: number };
+          if (request.cost === 0 && request.want > 0) refreshes++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    return { store: wrapped, calls: () => n, refreshes: () => refreshes };
+  }
+
+  it("at a steady rate, about one store call per lease life: the refresh goes out just before a lease runs out", async () => {
+    let now = T0 + 1000;
+    const { store, calls } = counted(h.store("local"));
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 10_000_000, window: HOUR }),
+      store,
+      prefix: uniquePrefix(),
+      clock: () => now,
+      mode: "leased",
+      leaseMs: 5000,
+    });
+    let waited = 0;
+    // 60 s at 100 decisions per second on the limiter's clock.
+    for (let i = 0; i < 6000; i++) {
+      now += 10;
+      const d = await limiter.limit("k");
+      expect(d.allowed).toBe(true);
+      if (d.source !== "lease") waited++;
+      await d.pending;
+    }
+    // 60 s of 5 s leases (each 4.95 s after its safety margin): 13 leases, and a first call that
+    // learns the rate. (The clock is the test's: the same count on every run.) Refreshing at a
+    // quarter of the units left, before a lease is nearly done, makes 15.
+    expect(calls()).toBeGreaterThanOrEqual(13);
+    expect(calls()).toBeLessThanOrEqual(14);
+    // Only the first decisions wait for the store; later ones are served while the refresh runs.
+    expect(waited).toBeLessThanOrEqual(3);
+    await limiter.flush();
+  });
+
+  it("no refresh from a lease its window cuts short, in that window's last quarter of a lease life", async () => {
+    const wend = T0 + HOUR;
+    let now = wend - 3000;
+    const { store, refreshes } = counted(h.store("local"));
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 10_000_000, window: HOUR }),
+      store,
+      prefix: uniquePrefix(),
+      clock: () => now,
+      mode: "leased",
+      leaseMs: 5000,
+    });
+    let late = 0;
+    let served = 0;
+    while (now < wend - 10) {
+      now += 10;
+      const before = refreshes();
+      const d = await limiter.limit("k");
+      if (d.source === "lease") served++;
+      await d.pending;
+      // The last 1,250 ms of the window: a lease asked for then would end with the window. (The
+      // decisions of its last few ms, past the lease's safety margin, are exact.)
+      if (now >= wend - 1250) late += refreshes() - before;
+    }
+    expect(late).toBe(0);
+    expect(served).toBeGreaterThan(280);
+    now = wend + 10;
+    const first = await limiter.limit("k");
+    expect(first.source).toBe("store");
+    expect(first.resetAt).toBe(wend + HOUR);
+    await limiter.flush();
+  });
+
   it("a denial charges and grants nothing; Retry-After comes from the store", async () => {
     let now = T0 + 1000;
     const prefix = uniquePrefix();

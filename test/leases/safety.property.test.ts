@@ -87,11 +87,13 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
         fc.asyncProperty(scenario, async (s) => {
           // The timeline runs with real time plus the steps' jumps: Redis expires keys in real
           // time, so a timeline slower than real time would see keys vanish before their window ends.
+          // Each decision is made at one instant: the clock reads the same during a limit() call
+          // (the time its admission is recorded at), and moves on with real time between calls.
           const realUs = () => Math.floor(performance.now() * 1000);
           let offsetUs = T0 * 1000 + s.startUs - realUs();
-          let lastMs = 0;
-          const clock = () => (lastMs = (offsetUs + realUs()) / 1000);
           const nowUs = () => offsetUs + realUs();
+          let instantMs = nowUs() / 1000;
+          const clock = () => instantMs;
           const prefix = uniquePrefix();
           const make = (): RateLimiter =>
             createRateLimiter({
@@ -105,9 +107,10 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
           const limiters = Array.from({ length: s.instances }, make);
           const admitted: Admission[] = [];
           const decide = async (who: number, cost: number) => {
+            const atMs = (instantMs = nowUs() / 1000);
             const d = await limiters[who % limiters.length]!.limit("hot", { cost });
             // The time the decision was made at, as the store reads it (floor of ms × 1000).
-            if (d.allowed) admitted.push({ atUs: Math.floor(lastMs * 1000), cost, by: who });
+            if (d.allowed) admitted.push({ atUs: Math.floor(atMs * 1000), cost, by: who });
             if (d.source === "lease") leaseServed++;
             await d.pending;
           };
@@ -124,6 +127,7 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
               const end = (Math.floor(now / size) + 1) * size;
               offsetUs += Math.max(0, end - st.beforeUs - now);
             } else if (st.op === "flush") {
+              instantMs = nowUs() / 1000;
               await limiters[st.who % limiters.length]!.flush();
             } else {
               limiters[st.who % limiters.length] = make(); // its leases die with it

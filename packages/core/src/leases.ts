@@ -52,8 +52,12 @@ interface Lease {
   readonly id: string;
   units: number;
   readonly granted: number;
+  /** When the request that brought it was sent (the limiter's clock). */
+  readonly sentWall: number;
   readonly deadlineMono: number;
   readonly deadlineWall: number;
+  /** Its life was cut short by the end of a window: a refresh before that end would get little. */
+  readonly cut: boolean;
   readonly marks: readonly number[];
   /** The store's remaining and resetAt per policy when granted. */
   readonly remaining: readonly number[];
@@ -71,6 +75,8 @@ interface KeyLeases {
   rate: number;
   servedSince: number;
   lastCallAt: number;
+  /** Store round trip, smoothed (ms); 0 until measured. */
+  rttMs: number;
   hint: number[];
   hintReset: number[];
 }
@@ -110,8 +116,11 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   /** Moves a spent or expired lease out; its unspent units go back with a later call. */
   const retire = (k: KeyLeases, lease: Lease): void => {
     const expired = !(clock() < lease.deadlineWall && (!ownsClock || monotonic() < lease.deadlineMono));
-    if (!expired) k.multiplier = Math.min(MAX_MULTIPLIER, k.multiplier * 2);
-    else if (lease.units * 2 > lease.granted) k.multiplier = Math.max(1, k.multiplier / 2);
+    // Ran out early: with more than a quarter of its life left (a lease sized for the rate runs
+    // out near its deadline about half the time; that is no reason to double).
+    const early = !expired && lease.deadlineWall - clock() > (lease.deadlineWall - lease.sentWall) / 4;
+    if (early) k.multiplier = Math.min(MAX_MULTIPLIER, k.multiplier * 2);
+    else if (expired && lease.units * 2 > lease.granted) k.multiplier = Math.max(1, k.multiplier / 2);
     // Even a spent lease goes back (with nothing to give): its ledger record is then deleted, so
     // records left in the store are exactly the leases never returned (those of dead instances).
     k.returns.push({ id: lease.id, unspent: lease.units });
@@ -143,6 +152,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
         rate: -1,
         servedSince: 0,
         lastCallAt: NaN,
+        rttMs: 0,
         hint: [],
         hintReset: [],
       };
@@ -151,9 +161,13 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     return k;
   };
 
-  /** Units to ask for: this instance's rate over the look-ahead, times the run-out multiplier. */
+  /**
+   * Units to ask for: this instance's rate over the look-ahead plus two standard deviations of a
+   * Poisson count of that mean (so that a lease usually lasts its life rather than running out a
+   * little early), times the run-out multiplier.
+   */
   const wantOf = (k: KeyLeases, cost: number): number => {
-    const now = monotonic();
+    const now = clock();
     const elapsed = now - k.lastCallAt;
     if (elapsed > 0) {
       const measured = (k.servedSince * 1000) / elapsed;
@@ -161,7 +175,8 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     }
     k.lastCallAt = now;
     k.servedSince = 0;
-    const base = k.rate < 0 ? cost : Math.ceil((k.rate * lifeMs) / 1000);
+    const mean = (k.rate * lifeMs) / 1000;
+    const base = k.rate < 0 ? cost : Math.ceil(mean + 2 * Math.sqrt(mean));
     return Math.min(1e12, Math.max(cost, base) * k.multiplier);
   };
 
@@ -188,7 +203,8 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   const install = (k: KeyLeases, result: StoreResult, id: string, sentMono: number, sentWall: number): void => {
     const g = result[figures + count]!;
     if (!(g > 0)) return;
-    const life = result[figures + count + 1]! / 1000 - leaseMargin(lifeMs);
+    const granted = result[figures + count + 1]! / 1000;
+    const life = granted - leaseMargin(lifeMs);
     const remaining: number[] = [];
     const resetAt: number[] = [];
     for (let p = 0; p < count; p++) {
@@ -199,8 +215,10 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
       id,
       units: g,
       granted: g,
+      sentWall,
       deadlineMono: sentMono + life,
       deadlineWall: sentWall + life,
+      cut: granted < lifeMs,
       marks: result.slice(figures, figures + count),
       remaining,
       resetAt,
@@ -225,6 +243,8 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     const sentWall = clock();
     const pending = Promise.resolve(store.lease!(set, key, request, sentWall)).then(
       (result) => {
+        const rtt = Math.max(0, clock() - sentWall);
+        k.rttMs = k.rttMs === 0 ? rtt : (k.rttMs + rtt) / 2;
         install(k, result, id, sentMono, sentWall);
         return result;
       },
@@ -244,7 +264,26 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     return pending;
   };
 
-  const refresh = (k: KeyLeases, key: string): Promise<void> => call(k, key, 0, wantOf(k, 1) * 2).then(() => undefined, () => undefined);
+  const refresh = (k: KeyLeases, key: string, cost: number): Promise<void> =>
+    call(k, key, 0, wantOf(k, cost)).then(() => undefined, () => undefined);
+
+  /**
+   * Whether to ask for the next lease now, in the background: when what the lease can still serve
+   * (its units, or its rate times the life it has left) would not last two more requests and a
+   * round trip. Any earlier, and the next lease's life would start while this one still serves,
+   * which costs store calls; any later, and a request waits for the store.
+   */
+  const dueForRefresh = (k: KeyLeases, lease: Lease, cost: number): boolean => {
+    if (k.next !== undefined || k.inflight !== undefined) return false;
+    if (k.rate <= 0) return lease.granted >= 4 && lease.units * 4 < lease.granted;
+    const perMs = k.rate / 1000;
+    const threshold = 2 * cost + perMs * k.rttMs;
+    const left = lease.deadlineWall - clock();
+    // A lease cut short by its window's end: a refresh would end there too, so it is worth a call
+    // only with a good part of a lease's life to go (else the next window's first request asks).
+    if (lease.cut && left < lifeMs / 4) return false;
+    return lease.units < threshold || perMs * left < threshold;
+  };
 
   const fromStore = (k: KeyLeases, result: StoreResult, cost: number): Decision => {
     const admitted = result[0] === 1;
@@ -275,9 +314,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   const spend = (key: string, k: KeyLeases, lease: Lease, cost: number): Decision => {
     lease.units -= cost;
     const decision = fromLease(k, lease, cost);
-    if (k.next === undefined && k.inflight === undefined && lease.granted >= 4 && lease.units * 4 < lease.granted) {
-      deps.setPending(decision, refresh(k, key));
-    }
+    if (dueForRefresh(k, lease, cost)) deps.setPending(decision, refresh(k, key, cost));
     return decision;
   };
 
