@@ -61,6 +61,36 @@ describe("limiter.reserve()", () => {
     expect(await limiter.settle("a", { id: r.id, actual: 0 })).toBe(true);
   });
 
+  it("an id settles by limiter.settle() whether it was read before or after the handle was used; only its exact spelling", async () => {
+    const store = memoryStore();
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 100, window: "1m" }), store });
+    const r = await limiter.reserve("k", { estimate: 10 });
+    const id = r.id;
+    expect(r.id).toBe(id);
+    expect(JSON.parse(JSON.stringify(r)).id).toBe(id);
+    const [prefix, serial] = [id.slice(0, id.lastIndexOf("_") + 1), id.slice(id.lastIndexOf("_") + 1)];
+    expect(serial).toMatch(/^[1-9][0-9]*$/);
+    for (const other of [`${prefix}0${serial}`, `${prefix}${serial}0`, `x${id}`]) {
+      expect(await limiter.settle("k", { id: other, actual: 0 })).toBe(false);
+    }
+    expect(store.reservations).toBe(1);
+    expect(await limiter.settle("k", { id, actual: 4 })).toBe(true);
+    expect(await r.settle(0)).toBe(false);
+    expect((await limiter.peek("k")).remaining).toBe(96);
+    // Another limiter over the same store settles it by id as well; and an id made elsewhere is recorded as it is.
+    const s = await limiter.reserve("k", { estimate: 10 });
+    const t = await limiter.reserve("k", { estimate: 10 });
+    const other = createRateLimiter({ policy: fixedWindow({ limit: 100, window: "1m" }), store });
+    expect(await other.settle("k", { id: t.id, actual: 0 })).toBe(true);
+    expect(await t.cancel()).toBe(false);
+    expect(await s.settle(10)).toBe(true);
+    const set = { prefix: "fg:", policies: [fixedWindow({ limit: 100, window: "1m" })] };
+    expect(store.reserve(set, "j", 3, Date.now(), "made-elsewhere_1", 60_000)[0]).toBe(1);
+    expect(store.settle(set, "j", "made-elsewhere_1", 1, Date.now())).toBe(true);
+    expect(store.settle(set, "j", "made-elsewhere_1", 1, Date.now())).toBe(false);
+    expect(store.reservations).toBe(0);
+  });
+
   it("limit() and decide() refuse a limiter with a concurrency policy; peek() reports it", async () => {
     const limiter = createRateLimiter({ policy: [tokenBucket({ capacity: 5, refillRate: 1 }), concurrency({ limit: 2 })] });
     await expect(limiter.limit("k")).rejects.toMatchObject({

@@ -3,7 +3,7 @@ import { describeValue, FloodgateError } from "./errors.ts";
 import { FOREIGN_OPTIONS } from "./foreign-options.ts";
 import { checkLeasable } from "./lease-rules.ts";
 import { DEFAULT_LEASE_MS, LEASED_DECIDER, type LeasedDecider, type LeasingStore } from "./leases.ts";
-import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
+import { isMemoryStore, memoryLedgerOf, memoryStore, RESERVE, SETTLE } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
 import { MAX_BLOCK_MS } from "./algorithms/window-options.ts";
@@ -16,8 +16,10 @@ import {
   DEFAULT_RESERVATION_TTL_MS,
   MAX_RESERVATION_TTL_MS,
   nextId,
+  nextSerial,
   type Reservation,
   ReservationImpl,
+  type ReservationVia,
   type ReserveOptions,
   RESOLVED,
   type SettleOptions,
@@ -318,15 +320,19 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const answer = store.settle!(set, key, id, actual, clock());
     return typeof answer === "boolean" ? answer : track(Promise.resolve(answer));
   };
-  const reservationOf = (result: StoreResult, key: string, estimate: number, id: string): Reservation => {
-    // Cost 0: a reservation's decision has no charge (it is settled, not refunded).
-    const decision = toDecision(result, 0);
-    const reservation = decision.allowed
-      ? new ReservationImpl(decision, id, key, estimate, settleNow)
-      : new ReservationImpl(decision, "", key, estimate, undefined);
-    (decision as unknown as Record<symbol, ReservationImpl>)[RESERVATION] = reservation;
-    return reservation;
+  /** Over the memory store: its ledger, which knows a reservation by its serial number. */
+  const memory = memoryLedgerOf(store);
+  const via: ReservationVia = {
+    // A reservation's decision has cost 0: no charge (it is settled, not refunded).
+    decide(result, reservation) {
+      const decision = toDecision(result, 0);
+      (decision as unknown as Record<symbol, ReservationImpl>)[RESERVATION] = reservation;
+      return decision;
+    },
+    settle: (key, ref, actual) => typeof ref === "number" ? memory![SETTLE](set, key, ref, actual, clock()) : settleNow(key, ref, actual),
   };
+  const reservationOf = (result: StoreResult, key: string, estimate: number, ref: string | number): Reservation =>
+    new ReservationImpl(result, via, result[0] === 1 ? ref : "", key, estimate);
 
   const toDecision = (result: StoreResult, cost: number): Decision =>
     single !== undefined ? new SingleDecision(result, single, cost) : new MultiDecision(result, policies, cost);
@@ -427,6 +433,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
             "INVALID_ARGUMENT",
             `limiter.reserve(): the ${store.name} store does not implement reservations (its reserve and settle operations); every store of @floodgate/core does (see docs/writing-a-store.md).`,
           );
+        }
+        if (memory !== undefined) {
+          const serial = nextSerial();
+          return Promise.resolve(reservationOf(memory[RESERVE](set, key, estimate, clock(), serial, ttlMs), key, estimate, serial));
         }
         const id = nextId();
         const result = store.reserve(set, key, estimate, clock(), id, ttlMs);

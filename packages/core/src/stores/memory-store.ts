@@ -4,6 +4,7 @@ import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
 import { type OptionSpecs, parseOptions, range } from "../validation.ts";
+import { serialOf } from "../reservations.ts";
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -29,6 +30,19 @@ export interface MemoryStore extends RateLimitStore {
   reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult;
   settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean;
   dispose(): void;
+}
+
+/**
+ * The limiter's way into the memory store's ledger: a reservation named by its serial number
+ * (see `nextSerial` in reservations.ts), not its id string, which is then made only if read.
+ */
+export const RESERVE: unique symbol = Symbol("reserve");
+export const SETTLE: unique symbol = Symbol("settle");
+
+/** The memory store as the limiter calls it for reservations. */
+export interface MemoryLedger {
+  [RESERVE](set: PolicySet, key: string, cost: number, nowMs: number, entry: string | number, ttlMs: number): StoreResult;
+  [SETTLE](set: PolicySet, key: string, entry: string | number, actual: number, nowMs: number): boolean;
 }
 
 const DEFAULT_MAX_KEYS = 100_000;
@@ -130,6 +144,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 /** True for a store made by {@link memoryStore}: it answers synchronously, from this process. */
 export const isMemoryStore = (store: unknown): boolean => store instanceof MemoryStoreImpl;
 
+/** The memory store's ledger, for a limiter over it; `undefined` for any other store. */
+export const memoryLedgerOf = (store: unknown): MemoryLedger | undefined => (store instanceof MemoryStoreImpl ? store : undefined);
+
 class MemoryStoreImpl implements MemoryStore {
   readonly name = "memory" as const;
   readonly ownsClock = false;
@@ -153,8 +170,11 @@ class MemoryStoreImpl implements MemoryStore {
   #sinceSweep: number;
   readonly #maxKeys: number;
   readonly #sweepEvery: number;
-  /** Outstanding reservations by id (unique: the limiter makes them), in the order they were made. */
-  #ledger = new Map<string, LedgerRecord>();
+  /**
+   * Outstanding reservations in the order they were made, by serial number for an id this
+   * process made (see `serialOf`), else by id (unique: a limiter makes them).
+   */
+  #ledger = new Map<string | number, LedgerRecord>();
   readonly #maxReservations: number;
 
   constructor(maxKeys: number, maxReservations: number) {
@@ -173,11 +193,20 @@ class MemoryStoreImpl implements MemoryStore {
   }
 
   reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult {
+    return this[RESERVE](set, key, cost, nowMs, serialOf(id) ?? id, ttlMs);
+  }
+
+  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean {
+    return this[SETTLE](set, key, serialOf(id) ?? id, actual, nowMs);
+  }
+
+  /** `entry`: the reservation's serial number, or its id when that is not one this process made. */
+  [RESERVE](set: PolicySet, key: string, cost: number, nowMs: number, entry: string | number, ttlMs: number): StoreResult {
     const result = this.#decide(set, key, cost, nowMs, true);
     if (result[0] !== 1) return result;
     const ledger = this.#ledger;
     if (ledger.size >= this.#maxReservations) this.#trimLedger(toMicros(nowMs));
-    ledger.set(id, {
+    ledger.set(entry, {
       key: this.#fullKey(set.prefix, key),
       cost,
       result,
@@ -187,12 +216,12 @@ class MemoryStoreImpl implements MemoryStore {
     return result;
   }
 
-  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean {
+  [SETTLE](set: PolicySet, key: string, entry: string | number, actual: number, nowMs: number): boolean {
     const fullKey = this.#fullKey(set.prefix, key);
-    const record = this.#ledger.get(id);
+    const record = this.#ledger.get(entry);
     // Another key's id settles nothing (nor is it spent).
     if (record === undefined || record.key !== fullKey) return false;
-    this.#ledger.delete(id);
+    this.#ledger.delete(entry);
     const now = toMicros(nowMs);
     // Past its ttl, a reservation counts as its estimate (as if swept at once).
     if (record.expiresAtUs <= now) return false;
