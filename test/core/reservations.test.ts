@@ -200,4 +200,47 @@ describe("limiter.reserve()", () => {
     expect((await limiter.peek("k")).remaining).toBe(95);
     expect(store.reservations).toBe(0);
   });
+
+  it("the memory store's ledger: settled in any order, by handle or by id, through compaction and trimming", async () => {
+    const store = memoryStore({ maxReservations: 50 });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1e6, window: "1h" }), store });
+    // One held the whole time (the oldest), while thousands come and go behind it.
+    const oldest = await limiter.reserve("k", { estimate: 7 });
+    const oldestId = oldest.id;
+    let charged = 7;
+    const held: Awaited<ReturnType<typeof limiter.reserve>>[] = [];
+    for (let i = 0; i < 3000; i++) {
+      held.push(await limiter.reserve("k", { estimate: 3 }));
+      charged += 3;
+      if (held.length > 20) {
+        // Out of order: half by the handle, half by id.
+        const r = held.splice(i % held.length, 1)[0]!;
+        const actual = i % 5;
+        if (i % 2 === 0) expect(await r.settle(actual)).toBe(true);
+        else expect(await limiter.settle("k", { id: r.id, actual })).toBe(true);
+        expect(await r.cancel()).toBe(false);
+        charged += actual - 3;
+      }
+    }
+    expect(store.reservations).toBe(1 + held.length);
+    expect(1e6 - (await limiter.peek("k")).remaining).toBe(charged);
+    for (const r of held.splice(0, 10)) {
+      expect(await limiter.settle("k", { id: r.id, actual: 0 })).toBe(true);
+      charged -= 3;
+    }
+    // Full (50): each new one sweeps the oldest live one, the first-held one first; its estimate stays.
+    expect(store.reservations).toBe(11);
+    const extra = [];
+    for (let i = 0; i < 41; i++) extra.push(await limiter.reserve("k", { estimate: 1 }));
+    expect(store.reservations).toBe(50);
+    expect(await limiter.settle("k", { id: oldestId, actual: 0 })).toBe(false);
+    expect(await oldest.cancel()).toBe(false);
+    expect(await held[0]!.cancel()).toBe(false);
+    expect(await held[1]!.cancel()).toBe(true);
+    expect(await extra.at(-1)!.settle(1)).toBe(true);
+    // dispose() forgets every reservation: their handles settle nothing.
+    store.dispose();
+    expect(store.reservations).toBe(0);
+    expect(await held[2]!.cancel()).toBe(false);
+  });
 });

@@ -3,7 +3,7 @@ import { describeValue, FloodgateError } from "./errors.ts";
 import { FOREIGN_OPTIONS } from "./foreign-options.ts";
 import { checkLeasable } from "./lease-rules.ts";
 import { DEFAULT_LEASE_MS, LEASED_DECIDER, type LeasedDecider, type LeasingStore } from "./leases.ts";
-import { isMemoryStore, memoryLedgerOf, memoryStore, RESERVE, SETTLE } from "./stores/memory-store.ts";
+import { isMemoryStore, type LedgerRecord, memoryLedgerOf, memoryStore, RESERVE, SETTLE } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
 import { MAX_BLOCK_MS } from "./algorithms/window-options.ts";
@@ -16,7 +16,6 @@ import {
   DEFAULT_RESERVATION_TTL_MS,
   MAX_RESERVATION_TTL_MS,
   nextId,
-  nextSerial,
   type Reservation,
   ReservationImpl,
   type ReservationVia,
@@ -329,9 +328,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       (decision as unknown as Record<symbol, ReservationImpl>)[RESERVATION] = reservation;
       return decision;
     },
-    settle: (key, ref, actual) => typeof ref === "number" ? memory![SETTLE](set, key, ref, actual, clock()) : settleNow(key, ref, actual),
+    settle: (key, ref, actual) => typeof ref === "string" ? settleNow(key, ref, actual) : memory![SETTLE](set, ref, actual, clock()),
   };
-  const reservationOf = (result: StoreResult, key: string, estimate: number, ref: string | number): Reservation =>
+  const reservationOf = (result: StoreResult, key: string, estimate: number, ref: string | LedgerRecord): Reservation =>
     new ReservationImpl(result, via, result[0] === 1 ? ref : "", key, estimate);
 
   const toDecision = (result: StoreResult, cost: number): Decision =>
@@ -435,8 +434,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           );
         }
         if (memory !== undefined) {
-          const serial = nextSerial();
-          return Promise.resolve(reservationOf(memory[RESERVE](set, key, estimate, clock(), serial, ttlMs), key, estimate, serial));
+          const answer = memory[RESERVE](set, key, estimate, clock(), ttlMs);
+          return Promise.resolve(
+            Array.isArray(answer)
+              ? reservationOf(answer, key, estimate, "")
+              : reservationOf((answer as LedgerRecord).result, key, estimate, answer as LedgerRecord),
+          );
         }
         const id = nextId();
         const result = store.reserve(set, key, estimate, clock(), id, ttlMs);

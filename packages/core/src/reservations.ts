@@ -19,6 +19,7 @@
  */
 import type { Decision } from "./limiter.ts";
 import type { StoreResult } from "./stores/store.ts";
+import type { LedgerRecord } from "./stores/memory-store.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
 
 /**
@@ -149,12 +150,11 @@ export function serialOf(id: string): number | undefined {
 /**
  * What a reservation calls in its limiter: `decide` makes its decision from the store's answer
  * (linking it to the reservation, for its `pending`); `settle` settles it, answering as the store
- * does (a synchronous store's answer as it is). `ref` is the id, or the serial number the memory
- * store's ledger knows it by.
+ * does (a synchronous store's answer as it is). `ref` is the id, or the memory store's record of it.
  */
 export interface ReservationVia {
   decide(result: StoreResult, reservation: ReservationImpl): Decision;
-  settle(key: string, ref: string | number, actual: number): boolean | Promise<boolean>;
+  settle(key: string, ref: string | LedgerRecord, actual: number): boolean | Promise<boolean>;
 }
 
 const NOTHING = /* @__PURE__ */ Promise.resolve(false);
@@ -171,8 +171,8 @@ const noop = (): void => undefined;
 export class ReservationImpl implements Reservation {
   declare readonly key: string;
   declare readonly estimate: number;
-  /** The id, or the serial number it is made from when read (see {@link idOf}); `""` for a denial. */
-  #ref: string | number;
+  /** The id; or, in the memory store, its record, whose serial number the id is made from when read (see {@link idOf}); `""` for a denial. */
+  #ref: string | LedgerRecord;
   #via: ReservationVia;
   /** The store's answer, made into the decision when that is first read. */
   #result: StoreResult;
@@ -182,7 +182,7 @@ export class ReservationImpl implements Reservation {
   /** What `pending()` handed out before any settle started. */
   #waiter: { promise: Promise<void>; resolve: () => void } | undefined;
 
-  constructor(result: StoreResult, via: ReservationVia, ref: string | number, key: string, estimate: number) {
+  constructor(result: StoreResult, via: ReservationVia, ref: string | LedgerRecord, key: string, estimate: number) {
     this.key = key;
     this.estimate = estimate;
     this.#ref = ref;
@@ -243,7 +243,7 @@ export class ReservationImpl implements Reservation {
 
   get id(): string {
     const ref = this.#ref;
-    return typeof ref === "string" ? ref : idOf(ref);
+    return typeof ref === "string" ? ref : idOf(ref.serial);
   }
 
   cancel(): Promise<boolean> {
