@@ -197,7 +197,9 @@ export interface RateLimiter {
    * Resolves once every settlement and refund this limiter has started has finished and, in
    * leased mode, every lease it holds has been given back to the store (unspent units, into what
    * they were charged in): call it before an instance goes away (a SIGTERM handler), or in a
-   * test. Never rejects: each call's own promise reports its failure.
+   * test. A failed settlement or refund is reported by that call's own promise, not here; this
+   * rejects only when a lease could not be given back (its units stay charged until it expires),
+   * once the rest has finished.
    */
   flush(): Promise<void>;
   /** `"leased"` when decisions may be served from leases; else `"exact"`. */
@@ -459,8 +461,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       }
     },
     async flush(): Promise<void> {
-      if (leased !== undefined) await leased.flush();
+      // Every settlement is awaited even when a lease could not be given back (then rejected with).
+      const leases = leased?.flush();
+      leases?.catch(() => {});
       while (outstanding.size > 0) await Promise.allSettled([...outstanding]);
+      await leases;
     },
   });
   async function refundNow(key: string, options?: RefundOptions): Promise<void> {
