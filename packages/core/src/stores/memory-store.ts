@@ -179,7 +179,7 @@ class MemoryStoreImpl implements MemoryStore {
   readonly #sweepEvery: number;
   /**
    * Reservations in the order they were made (so by serial number), from `#head` on: the live
-   * ones, and settled ones not yet dropped (at most about as many, see #record). A handle keeps
+   * ones, and settled ones not yet dropped (at most about as many, see [RESERVE]). A handle keeps
    * its record; `settle(id)` finds it by binary search on the serial number of an id this process
    * made, or in `#byId` for a reservation recorded under an id given to `reserve()`.
    */
@@ -234,8 +234,9 @@ class MemoryStoreImpl implements MemoryStore {
       id: undefined,
     };
     const ledger = this.#ledger;
-    // Settled records are dropped once they are as many as the live ones (and 16 more): O(1) per reservation.
-    if (ledger.length - this.#head > 2 * this.#live + 16) this.#compactLedger();
+    // Records no longer live (settled, or swept: those before #head) are dropped once they
+    // outnumber the live ones by 16: O(1) per reservation, and the array stays O(live).
+    if (ledger.length > 2 * this.#live + 16) this.#compactLedger();
     ledger.push(record);
     this.#live++;
     return record;
