@@ -243,6 +243,27 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(admitted).toBeLessThanOrEqual(50);
   });
 
+  it("the middleware's flush() gives its leases back: the store then holds exactly what was admitted", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store: h.store("local"),
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
+    for (let i = 0; i < 100; i++) {
+      now += 10;
+      expect((await handler(new Request("http://localhost/"))).status).toBe(200);
+    }
+    expect(await stored(prefix, "127.0.0.1")).toBeGreaterThan(100); // units leased ahead
+    await handler.flush();
+    expect(await stored(prefix, "127.0.0.1")).toBe(100);
+  });
+
   it("a lease refresh a decision starts is handed to the platform's waitUntil (withRateLimit)", async () => {
     const store = h.store("server");
     let now = T0;
