@@ -19,6 +19,7 @@ import { LEASE_SCRIPT_SHA, leaseLuaScript } from "../../packages/core/src/stores
 import { createHash } from "node:crypto";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, type RedisHarness, upstashHarness } from "../redis/harness.ts";
+import type { Redis as IORedis } from "ioredis";
 
 const HOUR = 3_600_000;
 const T0 = 1_700_002_800_000; // an hour boundary
@@ -262,6 +263,39 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(await stored(prefix, "127.0.0.1")).toBeGreaterThan(100); // units leased ahead
     await handler.flush();
     expect(await stored(prefix, "127.0.0.1")).toBe(100);
+  });
+
+  it("the middleware's flush() gives back the leases of every set a policy function returned", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const free = fixedWindow({ limit: 1000, window: HOUR, name: "free" });
+    const pro = fixedWindow({ limit: 5000, window: HOUR, name: "pro" });
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: (req) => (req.header("x-plan") === "pro" ? pro : free),
+      key: (req) => req.header("x-plan"),
+      store: h.store("local"),
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
+    for (let i = 0; i < 60; i++) {
+      now += 10;
+      for (const plan of ["free", "pro"]) {
+        expect((await handler(new Request("http://localhost/", { headers: { "x-plan": plan } }))).status).toBe(200);
+      }
+    }
+    // Each set counts in a namespace of its own under the prefix: find its key.
+    const counted = async (key: string): Promise<number> => {
+      const found = (await (h.admin as IORedis).keys(`${prefix}*`)).filter((k) => k.endsWith(`{${key}}`));
+      expect(found).toHaveLength(1);
+      return stored(found[0]!.slice(0, -`{${key}}`.length), key);
+    };
+    expect(await counted("free")).toBeGreaterThan(60);
+    expect(await counted("pro")).toBeGreaterThan(60);
+    await handler.flush();
+    expect([await counted("free"), await counted("pro")]).toEqual([60, 60]);
   });
 
   it("a lease refresh a decision starts is handed to the platform's waitUntil (withRateLimit)", async () => {
