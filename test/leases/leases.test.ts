@@ -298,6 +298,51 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect([await counted("free"), await counted("pro")]).toEqual([60, 60]);
   });
 
+  it("the middleware's flush() never rejects: a lease it could not give back goes to onStoreError, and a later flush() returns it", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const inner = h.store("local", { denyCache: false });
+    let failing = false;
+    const lossy = {
+      ...inner,
+      name: inner.name,
+      lease: async (...a: Parameters<NonNullable<typeof inner.lease>>) => {
+        if (failing) throw new Error("connection reset");
+        return inner.lease!(...a);
+      },
+      consume: inner.consume.bind(inner),
+      peek: inner.peek.bind(inner),
+      refund: inner.refund.bind(inner),
+      reset: inner.reset.bind(inner),
+    };
+    const reported: FloodgateError[] = [];
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store: lossy,
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+      logger: { warn: () => {} },
+      onStoreError: (error) => {
+        reported.push(error);
+      },
+    });
+    for (let i = 0; i < 50; i++) {
+      now += 10;
+      expect((await handler(new Request("http://localhost/"))).status).toBe(200);
+    }
+    expect(await stored(prefix, "127.0.0.1")).toBeGreaterThan(50);
+    failing = true;
+    await handler.flush(); // resolves
+    expect(reported.map((e) => [e.code, e.message.includes("connection reset")])).toEqual([["STORE_ERROR", true]]);
+    expect(await stored(prefix, "127.0.0.1")).toBeGreaterThan(50);
+    failing = false;
+    await handler.flush();
+    expect(await stored(prefix, "127.0.0.1")).toBe(50);
+  });
+
   it("a lease refresh a decision starts is handed to the platform's waitUntil (withRateLimit)", async () => {
     const store = h.store("server");
     let now = T0;
