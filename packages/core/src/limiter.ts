@@ -321,7 +321,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const answer = store.settle!(set, key, id, actual, clock());
     return typeof answer === "boolean" ? answer : track(Promise.resolve(answer));
   };
-  /** Over the memory store: its ledger, which knows a reservation by its serial number. */
+  /** Over the memory store: its ledger, which hands each reservation's record to its handle. */
   const memory = memoryLedgerOf(store);
   const via: ReservationVia = {
     // A reservation's decision has cost 0: no charge (it is settled, not refunded).

@@ -111,7 +111,7 @@ export function checkId(id: unknown): string {
  * Reservation ids: 64 random bits per process (per copy of this module) in base 36, then a
  * decimal serial number (a number's decimal string is V8's cheap conversion; base 36 costs a
  * runtime call per id). Unique across processes with overwhelming probability, never reused
- * within one. The memory store keys its ledger by the serial number alone, and the string is
+ * within one. The memory store's ledger records the serial number alone, and the string is
  * made only when a reservation's `id` is read: making and hashing it cost ≈ 900 machine
  * instructions per reservation (callgrind).
  */
@@ -165,8 +165,9 @@ const noop = (): void => undefined;
 
 /**
  * A reservation: an admitted one settles once through the limiter; a denial's handle does
- * nothing. Few fields, and the decision and id made only when read: a reservation through the
- * memory store then costs about what a `limit()` does (bench/reservations.ts).
+ * nothing. The decision and the id are made only when read (most callers read neither): reserving
+ * and settling through the memory store then cost no more than two `limit()` calls
+ * (bench/reservations.ts).
  */
 export class ReservationImpl implements Reservation {
   declare readonly key: string;
