@@ -61,6 +61,36 @@ describe("limiter.reserve()", () => {
     expect(await limiter.settle("a", { id: r.id, actual: 0 })).toBe(true);
   });
 
+  it("an id settles by limiter.settle() whether it was read before or after the handle was used; only its exact spelling", async () => {
+    const store = memoryStore();
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 100, window: "1m" }), store });
+    const r = await limiter.reserve("k", { estimate: 10 });
+    const id = r.id;
+    expect(r.id).toBe(id);
+    expect(JSON.parse(JSON.stringify(r)).id).toBe(id);
+    const [prefix, serial] = [id.slice(0, id.lastIndexOf("_") + 1), id.slice(id.lastIndexOf("_") + 1)];
+    expect(serial).toMatch(/^[1-9][0-9]*$/);
+    for (const other of [`${prefix}0${serial}`, `${prefix}${serial}0`, `x${id}`]) {
+      expect(await limiter.settle("k", { id: other, actual: 0 })).toBe(false);
+    }
+    expect(store.reservations).toBe(1);
+    expect(await limiter.settle("k", { id, actual: 4 })).toBe(true);
+    expect(await r.settle(0)).toBe(false);
+    expect((await limiter.peek("k")).remaining).toBe(96);
+    // Another limiter over the same store settles it by id as well; and an id made elsewhere is recorded as it is.
+    const s = await limiter.reserve("k", { estimate: 10 });
+    const t = await limiter.reserve("k", { estimate: 10 });
+    const other = createRateLimiter({ policy: fixedWindow({ limit: 100, window: "1m" }), store });
+    expect(await other.settle("k", { id: t.id, actual: 0 })).toBe(true);
+    expect(await t.cancel()).toBe(false);
+    expect(await s.settle(10)).toBe(true);
+    const set = { prefix: "fg:", policies: [fixedWindow({ limit: 100, window: "1m" })] };
+    expect(store.reserve(set, "j", 3, Date.now(), "made-elsewhere_1", 60_000)[0]).toBe(1);
+    expect(store.settle(set, "j", "made-elsewhere_1", 1, Date.now())).toBe(true);
+    expect(store.settle(set, "j", "made-elsewhere_1", 1, Date.now())).toBe(false);
+    expect(store.reservations).toBe(0);
+  });
+
   it("limit() and decide() refuse a limiter with a concurrency policy; peek() reports it", async () => {
     const limiter = createRateLimiter({ policy: [tokenBucket({ capacity: 5, refillRate: 1 }), concurrency({ limit: 2 })] });
     await expect(limiter.limit("k")).rejects.toMatchObject({
@@ -169,5 +199,48 @@ describe("limiter.reserve()", () => {
     expect(await c!.cancel()).toBe(true);
     expect((await limiter.peek("k")).remaining).toBe(95);
     expect(store.reservations).toBe(0);
+  });
+
+  it("the memory store's ledger: settled in any order, by handle or by id, through compaction and trimming", async () => {
+    const store = memoryStore({ maxReservations: 50 });
+    const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1e6, window: "1h" }), store });
+    // One held the whole time (the oldest), while thousands come and go behind it.
+    const oldest = await limiter.reserve("k", { estimate: 7 });
+    const oldestId = oldest.id;
+    let charged = 7;
+    const held: Awaited<ReturnType<typeof limiter.reserve>>[] = [];
+    for (let i = 0; i < 3000; i++) {
+      held.push(await limiter.reserve("k", { estimate: 3 }));
+      charged += 3;
+      if (held.length > 20) {
+        // Out of order: half by the handle, half by id.
+        const r = held.splice(i % held.length, 1)[0]!;
+        const actual = i % 5;
+        if (i % 2 === 0) expect(await r.settle(actual)).toBe(true);
+        else expect(await limiter.settle("k", { id: r.id, actual })).toBe(true);
+        expect(await r.cancel()).toBe(false);
+        charged += actual - 3;
+      }
+    }
+    expect(store.reservations).toBe(1 + held.length);
+    expect(1e6 - (await limiter.peek("k")).remaining).toBe(charged);
+    for (const r of held.splice(0, 10)) {
+      expect(await limiter.settle("k", { id: r.id, actual: 0 })).toBe(true);
+      charged -= 3;
+    }
+    // Full (50): each new one sweeps the oldest live one, the first-held one first; its estimate stays.
+    expect(store.reservations).toBe(11);
+    const extra = [];
+    for (let i = 0; i < 41; i++) extra.push(await limiter.reserve("k", { estimate: 1 }));
+    expect(store.reservations).toBe(50);
+    expect(await limiter.settle("k", { id: oldestId, actual: 0 })).toBe(false);
+    expect(await oldest.cancel()).toBe(false);
+    expect(await held[0]!.cancel()).toBe(false);
+    expect(await held[1]!.cancel()).toBe(true);
+    expect(await extra.at(-1)!.settle(1)).toBe(true);
+    // dispose() forgets every reservation: their handles settle nothing.
+    store.dispose();
+    expect(store.reservations).toBe(0);
+    expect(await held[2]!.cancel()).toBe(false);
   });
 });

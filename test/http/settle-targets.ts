@@ -6,7 +6,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
-import { getRateLimit, type HttpRateLimitOptions, type RateLimitInfo, withRateLimit } from "@floodgate/core";
+import { getRateLimit, type HttpRateLimitOptions, type RateLimitHandle, type RateLimitInfo, withRateLimit } from "@floodgate/core";
 import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
@@ -118,6 +118,8 @@ export interface SettleApp {
    * client abort over HTTP; in process, the body stream cancelled, as a runtime does).
    */
   send(path: string, options?: { abortAfter?: number; headers?: Record<string, string> }): Promise<Sent>;
+  /** The middleware's (or handler's) `flush()`. */
+  flush(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -142,8 +144,9 @@ async function read(response: Response, abortAfter: number | undefined, abort: (
   return { status: response.status, headers: response.headers, body };
 }
 
-function inProcess(fetchLike: (request: Request) => Promise<Response> | Response): SettleApp {
+function inProcess(fetchLike: (request: Request) => Promise<Response> | Response, handle: RateLimitHandle): SettleApp {
   return {
+    flush: () => handle.flush(),
     async send(path, { abortAfter, headers = {} } = {}) {
       const response = await fetchLike(new Request(`http://localhost${path}`, { headers }));
       return read(response, abortAfter, () => {});
@@ -152,10 +155,11 @@ function inProcess(fetchLike: (request: Request) => Promise<Response> | Response
   };
 }
 
-async function overHttp(server: Server): Promise<SettleApp> {
+async function overHttp(server: Server, handle: RateLimitHandle): Promise<SettleApp> {
   if (!server.listening) await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
+    flush: () => handle.flush(),
     async send(path, { abortAfter, headers = {} } = {}) {
       const controller = new AbortController();
       const response = await fetch(base + path, { headers, signal: controller.signal });
@@ -169,55 +173,59 @@ async function overHttp(server: Server): Promise<SettleApp> {
   };
 }
 
-function honoApp(options: HttpRateLimitOptions<any>): Hono<RateLimitEnv> {
+function honoApp(options: HttpRateLimitOptions<any>): SettleApp {
   const app = new Hono<RateLimitEnv>();
-  app.use("/api/*", honoRateLimit({ getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), ...options }));
+  const limit = honoRateLimit({ getConnInfo: () => ({ remote: { address: "127.0.0.1" } }), ...options });
+  app.use("/api/*", limit);
   app.all("/api/*", (c) => fetchRoute(c.req.url, c.get("rateLimit")));
   app.onError((_error, c) => c.text("failed", 500));
-  return app;
+  return inProcess((request) => app.request(request), limit);
 }
 
 export const SETTLE_TARGETS: readonly SettleTarget[] = [
   {
     name: "hono (app.request)",
-    start: async (options) => inProcess((request) => honoApp(options).request(request)),
+    start: async (options) => honoApp(options),
   },
   {
     name: "hono (node-server)",
     async start(options) {
       const app = new Hono<RateLimitEnv>();
       // On Node, the socket's address (no getConnInfo): the adapter's Node path.
-      app.use("/api/*", honoRateLimit(options));
+      const limit = honoRateLimit(options);
+      app.use("/api/*", limit);
       app.all("/api/*", (c) => fetchRoute(c.req.url, c.get("rateLimit")));
       app.onError((_error, c) => c.text("failed", 500));
       const server = await new Promise<Server>((resolve) => {
         const s = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s as Server));
       });
-      return overHttp(server);
+      return overHttp(server, limit);
     },
   },
   {
     name: "express",
     async start(options) {
       const app = express();
-      app.use("/api/", expressRateLimit(options), expressRoute);
+      const limit = expressRateLimit(options);
+      app.use("/api/", limit, expressRoute);
       app.use((_error: unknown, _req: ExpressRequest, res: ExpressResponse, _next: NextFunction) => {
         res.status(500).send("failed");
       });
-      return overHttp(createServer(app));
+      return overHttp(createServer(app), limit);
     },
   },
   {
     name: "express 4",
     async start(options) {
       const app = express4();
-      app.use("/api/", expressRateLimit(options), expressRoute as never);
+      const limit = expressRateLimit(options);
+      app.use("/api/", limit, expressRoute as never);
       app.use(
         ((_error: unknown, _req: ExpressRequest, res: ExpressResponse, _next: NextFunction) => {
           res.status(500).send("failed");
         }) as never,
       );
-      return overHttp(createServer(app));
+      return overHttp(createServer(app), limit);
     },
   },
   {
@@ -225,7 +233,8 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
     async start(options) {
       const app = new Koa();
       app.silent = true;
-      app.use(koaRateLimit(options));
+      const limit = koaRateLimit(options);
+      app.use(limit);
       app.use((ctx) => {
         const plan = planOf(ctx.originalUrl);
         const info = ctx.state.rateLimit as RateLimitInfo | undefined;
@@ -235,7 +244,7 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
         if (plan.usage !== undefined) ctx.set("x-usage", plan.usage);
         ctx.body = plan.chunks === 0 ? "done" : Readable.from(chunks(plan, info), { objectMode: false, highWaterMark: 1 });
       });
-      return overHttp(createServer(app.callback()));
+      return overHttp(createServer(app.callback()), limit);
     },
   },
   {
@@ -251,7 +260,7 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
         } catch {
           return new Response("failed", { status: 500 }); // what a runtime answers
         }
-      });
+      }, handler);
     },
   },
 ];

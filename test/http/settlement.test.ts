@@ -46,6 +46,8 @@ interface Scenario {
 const hour = (limit: number, name = "units") => fixedWindow({ limit, window: "1h", name });
 
 let hookDone = 0;
+let actualsStarted = 0;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const seenPending: Promise<void>[] = [];
 /** The running scenario's store, read without waiting for anything pending. */
 let env0: { peek(): Promise<Record<string, number>> } | undefined;
@@ -258,6 +260,53 @@ const SCENARIOS: Scenario[] = [
       expect(env.decisions[0]!.policies.map((p) => [p.policy, p.remaining])).toEqual([["in-flight", 1], ["tokens", 900]]);
       await stream;
       expect(await env.used()).toEqual({ "in-flight": 0, tokens: 2 });
+    },
+  },
+  {
+    name: "flush(): a settlement still under way when the client has its answer is done when flush() resolves",
+    policy: hour(100),
+    options: {
+      cost: {
+        estimate: 10,
+        actual: async () => {
+          actualsStarted++;
+          await sleep(400);
+          return 4;
+        },
+      },
+    },
+    async run(app) {
+      const before = actualsStarted;
+      const reply = await app.send("/api/x?chunks=2");
+      expect(reply.body).toBe("chunk 1\nchunk 2\n");
+      await waitFor(() => actualsStarted > before);
+      expect(await env0!.peek()).toEqual({ units: 10 });
+      await app.flush();
+      expect(await env0!.peek()).toEqual({ units: 4 });
+    },
+  },
+  {
+    name: "flush(): a promise a hook returned has settled when flush() resolves",
+    policy: hour(100),
+    hook: () => sleep(300).then(() => hookDone++),
+    async run(app) {
+      const before = hookDone;
+      await app.send("/api/x");
+      expect(hookDone).toBe(before);
+      await app.flush();
+      expect(hookDone).toBe(before + 1);
+      // Nothing outstanding: it resolves at once.
+      await app.flush();
+    },
+  },
+  {
+    name: "flush(): concurrency units released and skipSuccessfulRequests refunds done, without reading pending",
+    policy: [concurrency({ limit: 2, name: "in-flight" }), hour(100, "requests")],
+    options: { skipSuccessfulRequests: true },
+    async run(app) {
+      await Promise.all([app.send("/api/x?chunks=2"), app.send("/api/x?status=500"), app.send("/api/x")]);
+      await app.flush();
+      expect(await env0!.peek()).toEqual({ "in-flight": 0, requests: 1 });
     },
   },
 ];

@@ -19,6 +19,7 @@ import { LEASE_SCRIPT_SHA, leaseLuaScript } from "../../packages/core/src/stores
 import { createHash } from "node:crypto";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, type RedisHarness, upstashHarness } from "../redis/harness.ts";
+import type { Redis as IORedis } from "ioredis";
 
 const HOUR = 3_600_000;
 const T0 = 1_700_002_800_000; // an hour boundary
@@ -326,6 +327,105 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     const admitted = statuses.filter((s) => s === 200).length;
     expect(admitted).toBeGreaterThan(40);
     expect(admitted).toBeLessThanOrEqual(50);
+  });
+
+  it("the middleware's flush() gives its leases back: the store then holds exactly what was admitted", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store: h.store("local"),
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
+    for (let i = 0; i < 100; i++) {
+      now += 10;
+      expect((await handler(new Request("http://localhost/"))).status).toBe(200);
+    }
+    expect(await stored(prefix, "127.0.0.1")).toBeGreaterThan(100); // units leased ahead
+    await handler.flush();
+    expect(await stored(prefix, "127.0.0.1")).toBe(100);
+  });
+
+  it("the middleware's flush() gives back the leases of every set a policy function returned", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const free = fixedWindow({ limit: 1000, window: HOUR, name: "free" });
+    const pro = fixedWindow({ limit: 5000, window: HOUR, name: "pro" });
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: (req) => (req.header("x-plan") === "pro" ? pro : free),
+      key: (req) => req.header("x-plan"),
+      store: h.store("local"),
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+    });
+    for (let i = 0; i < 60; i++) {
+      now += 10;
+      for (const plan of ["free", "pro"]) {
+        expect((await handler(new Request("http://localhost/", { headers: { "x-plan": plan } }))).status).toBe(200);
+      }
+    }
+    // Each set counts in a namespace of its own under the prefix: find its key.
+    const counted = async (key: string): Promise<number> => {
+      const found = (await (h.admin as IORedis).keys(`${prefix}*`)).filter((k) => k.endsWith(`{${key}}`));
+      expect(found).toHaveLength(1);
+      return stored(found[0]!.slice(0, -`{${key}}`.length), key);
+    };
+    expect(await counted("free")).toBeGreaterThan(60);
+    expect(await counted("pro")).toBeGreaterThan(60);
+    await handler.flush();
+    expect([await counted("free"), await counted("pro")]).toEqual([60, 60]);
+  });
+
+  it("the middleware's flush() never rejects: a lease it could not give back goes to onStoreError, and a later flush() returns it", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const inner = h.store("local", { denyCache: false });
+    let failing = false;
+    const lossy = {
+      ...inner,
+      name: inner.name,
+      lease: async (...a: Parameters<NonNullable<typeof inner.lease>>) => {
+        if (failing) throw new Error("connection reset");
+        return inner.lease!(...a);
+      },
+      consume: inner.consume.bind(inner),
+      peek: inner.peek.bind(inner),
+      refund: inner.refund.bind(inner),
+      reset: inner.reset.bind(inner),
+    };
+    const reported: FloodgateError[] = [];
+    const handler = withRateLimit(() => new Response("ok"), {
+      policy: fixedWindow({ limit: 1000, window: HOUR }),
+      store: lossy,
+      prefix,
+      clock: () => now,
+      mode: "leased",
+      getClientIp: () => "127.0.0.1",
+      warnings: false,
+      logger: { warn: () => {} },
+      onStoreError: (error) => {
+        reported.push(error);
+      },
+    });
+    for (let i = 0; i < 50; i++) {
+      now += 10;
+      expect((await handler(new Request("http://localhost/"))).status).toBe(200);
+    }
+    expect(await stored(prefix, "127.0.0.1")).toBeGreaterThan(50);
+    failing = true;
+    await handler.flush(); // resolves
+    expect(reported.map((e) => [e.code, e.message.includes("connection reset")])).toEqual([["STORE_ERROR", true]]);
+    expect(await stored(prefix, "127.0.0.1")).toBeGreaterThan(50);
+    failing = false;
+    await handler.flush();
+    expect(await stored(prefix, "127.0.0.1")).toBe(50);
   });
 
   it("a lease refresh a decision starts is handed to the platform's waitUntil (withRateLimit)", async () => {

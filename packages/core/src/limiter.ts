@@ -3,7 +3,7 @@ import { describeValue, FloodgateError } from "./errors.ts";
 import { FOREIGN_OPTIONS } from "./foreign-options.ts";
 import { checkLeasable } from "./lease-rules.ts";
 import { DEFAULT_LEASE_MS, LEASED_DECIDER, type LeasedDecider, type LeasingStore } from "./leases.ts";
-import { isMemoryStore, memoryStore } from "./stores/memory-store.ts";
+import { isMemoryStore, type LedgerRecord, memoryLedgerOf, memoryStore, RESERVE, SETTLE } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
 import { MAX_BLOCK_MS } from "./algorithms/window-options.ts";
@@ -18,6 +18,7 @@ import {
   nextId,
   type Reservation,
   ReservationImpl,
+  type ReservationVia,
   type ReserveOptions,
   RESOLVED,
   type SettleOptions,
@@ -196,7 +197,9 @@ export interface RateLimiter {
    * Resolves once every settlement and refund this limiter has started has finished and, in
    * leased mode, every lease it holds has been given back to the store (unspent units, into what
    * they were charged in): call it before an instance goes away (a SIGTERM handler), or in a
-   * test. Never rejects: each call's own promise reports its failure.
+   * test. A failed settlement or refund is reported by that call's own promise, not here; this
+   * rejects only when a lease could not be given back (its units stay charged until it expires),
+   * once the rest has finished.
    */
   flush(): Promise<void>;
   /** `"leased"` when decisions may be served from leases; else `"exact"`. */
@@ -318,15 +321,19 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     const answer = store.settle!(set, key, id, actual, clock());
     return typeof answer === "boolean" ? answer : track(Promise.resolve(answer));
   };
-  const reservationOf = (result: StoreResult, key: string, estimate: number, id: string): Reservation => {
-    // Cost 0: a reservation's decision has no charge (it is settled, not refunded).
-    const decision = toDecision(result, 0);
-    const reservation = decision.allowed
-      ? new ReservationImpl(decision, id, key, estimate, settleNow)
-      : new ReservationImpl(decision, "", key, estimate, undefined);
-    (decision as unknown as Record<symbol, ReservationImpl>)[RESERVATION] = reservation;
-    return reservation;
+  /** Over the memory store: its ledger, which hands each reservation's record to its handle. */
+  const memory = memoryLedgerOf(store);
+  const via: ReservationVia = {
+    // A reservation's decision has cost 0: no charge (it is settled, not refunded).
+    decide(result, reservation) {
+      const decision = toDecision(result, 0);
+      (decision as unknown as Record<symbol, ReservationImpl>)[RESERVATION] = reservation;
+      return decision;
+    },
+    settle: (key, ref, actual) => typeof ref === "string" ? settleNow(key, ref, actual) : memory![SETTLE](set, ref, actual, clock()),
   };
+  const reservationOf = (result: StoreResult, key: string, estimate: number, ref: string | LedgerRecord): Reservation =>
+    new ReservationImpl(result, via, result[0] === 1 ? ref : "", key, estimate);
 
   const toDecision = (result: StoreResult, cost: number): Decision =>
     single !== undefined ? new SingleDecision(result, single, cost) : new MultiDecision(result, policies, cost);
@@ -428,6 +435,14 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
             `limiter.reserve(): the ${store.name} store does not implement reservations (its reserve and settle operations); every store of @floodgate/core does (see docs/writing-a-store.md).`,
           );
         }
+        if (memory !== undefined) {
+          const answer = memory[RESERVE](set, key, estimate, clock(), ttlMs);
+          return Promise.resolve(
+            Array.isArray(answer)
+              ? reservationOf(answer, key, estimate, "")
+              : reservationOf((answer as LedgerRecord).result, key, estimate, answer as LedgerRecord),
+          );
+        }
         const id = nextId();
         const result = store.reserve(set, key, estimate, clock(), id, ttlMs);
         if (Array.isArray(result)) return Promise.resolve(reservationOf(result, key, estimate, id));
@@ -446,8 +461,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       }
     },
     async flush(): Promise<void> {
-      if (leased !== undefined) await leased.flush();
+      // Every settlement is awaited even when a lease could not be given back (then rejected with).
+      const leases = leased?.flush();
+      leases?.catch(() => {});
       while (outstanding.size > 0) await Promise.allSettled([...outstanding]);
+      await leases;
     },
   });
   async function refundNow(key: string, options?: RefundOptions): Promise<void> {

@@ -83,6 +83,16 @@ export interface RateLimitHandle {
    * `refund` and the rest. For a rule whose `policy` is a function, give the policy set.
    */
   limiterFor(rule?: string, policy?: Policy | readonly Policy[]): RateLimiter;
+  /**
+   * Resolves once everything the middleware has started after responses has finished (the
+   * settlements of costs settled later, the releases of concurrency units, the refunds of
+   * `skipSuccessfulRequests` and `skipFailedRequests`, the promises hooks returned), and every
+   * limiter its rules use (those of a `policy` function's sets too) has flushed: in leased
+   * mode, its leases given back. For a SIGTERM handler (close the server first, so that no
+   * response is still under way) and for tests. Never rejects: a store failure meanwhile goes to
+   * `onStoreError` (or the logger), as it would without `flush()`.
+   */
+  flush(): Promise<void>;
 }
 
 /** Gives `target` (a middleware function) the handle's methods, bound to `limiter`'s. */
@@ -92,6 +102,7 @@ export function withHandle<T extends object>(target: T, limiter: RateLimitHandle
     peek: limiter.peek,
     penalty: limiter.penalty,
     limiterFor: limiter.limiterFor,
+    flush: limiter.flush,
   });
 }
 
@@ -271,6 +282,16 @@ export function createHttpRateLimiter<Raw>(
   };
   const limiterOf = (options: HandleOptions | undefined): RateLimiter => boundOf(ruleNamed(options?.rule), options?.policy).limiter.limiter;
 
+  /** What this middleware started after a decision and has not seen finish, for flush(); none of it rejects. */
+  const started = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>): void => {
+    started.add(work);
+    const done = (): void => {
+      started.delete(work);
+    };
+    work.then(done, done);
+  };
+
   return {
     async reset(key, options) {
       const rule = ruleNamed(options?.rule);
@@ -282,6 +303,12 @@ export function createHttpRateLimiter<Raw>(
     penalty: async (key, options) =>
       limiterOf(options).penalty(fitKey(key), options?.cost === undefined ? undefined : { cost: options.cost }),
     limiterFor: (rule, policy) => limiterOf({ rule, policy }),
+    async flush() {
+      while (started.size > 0) await Promise.allSettled([...started]);
+      const flushes: Promise<void>[] = [];
+      for (const name of rules.names) for (const bound of rules.byName(name)!.bounds()) flushes.push(bound.limiter.flush());
+      await Promise.all(flushes);
+    },
     async decideRequest(raw, peerIp, ipResolved = false) {
       requestsServed = true;
       const method = access.method(raw).toUpperCase();
@@ -353,7 +380,10 @@ export function createHttpRateLimiter<Raw>(
       const info = new RequestRateLimitInfo(outcome, key, rule.name, cost);
       const decision = outcome.decision;
       // Leased mode: a lease refresh this decision started is work after the response too.
-      if (decision?.source === "lease") info.wait(decision.pending);
+      if (decision?.source === "lease") {
+        info.wait(decision.pending);
+        track(decision.pending);
+      }
       const headers: string[] = [];
       if (decision !== undefined) bound.writeHeaders?.(decision, outcome.atMs, headers);
       const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, bound.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
@@ -374,14 +404,24 @@ export function createHttpRateLimiter<Raw>(
         : refundWhen !== undefined && info.allowed && decision !== undefined
         ? (status) => refundWhen(req, status) ? limiter.refund(outcome.source, key, cost, decision.charge) : undefined
         : undefined;
-      const ended = end === undefined ? undefined : info.untilEnd();
+      const untilEnd = end === undefined ? undefined : info.untilEnd();
+      const ended = untilEnd && ((work: Promise<void> | void) => {
+        untilEnd(work);
+        if (work !== undefined) track(work);
+      });
       // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
       const decided = callHook("onDecision", o.onDecision, info, req);
-      if (isThenable(decided)) info.wait(decided);
+      if (isThenable(decided)) {
+        info.wait(decided);
+        track(decided);
+      }
       let response: PreparedResponse | undefined;
       if (!info.allowed) {
         const limited = callHook("onLimited", o.onLimited, info, req);
-        if (isThenable(limited)) info.wait(limited);
+        if (isThenable(limited)) {
+          info.wait(limited);
+          track(limited);
+        }
         const prepared = respond(req, info, headers, retryAfter);
         response = isThenable(prepared) ? await prepared : prepared;
       }

@@ -191,6 +191,17 @@ export class GuardedLimiter {
     return pending.then(undefined, (thrown: unknown) => policy.report(toStoreError(thrown, limiter.store.name)));
   }
 
+  /**
+   * Flushes the limiter and the fallback limiter, if one was made (see `RateLimiter.flush`). A
+   * failure (a lease that could not be given back) goes to `onStoreError`; never rejects.
+   */
+  async flush(): Promise<void> {
+    const results = await Promise.allSettled([this.limiter.flush(), this.#fallback?.flush()]);
+    for (const result of results) {
+      if (result.status === "rejected") this.policy.report(toStoreError(result.reason, this.limiter.store.name));
+    }
+  }
+
   /** Clears `key` in the store (a failure rejects) and in the fallback limiter, if one was made. */
   async reset(key: string): Promise<void> {
     await this.#fallback?.reset(key);

@@ -12,8 +12,10 @@ type WithWaitUntil = { waitUntil?: (promise: Promise<unknown>) => void } | null 
 /**
  * Hands `result.info.pending` to the first `waitUntil` found: on one of `candidates()` (Cloudflare
  * Workers' `ExecutionContext`, Netlify's `Context`: whatever the runtime passed beside the
- * request), else on Vercel's request context. Nothing when there is nothing pending or no
- * platform offers it (Node, Bun, Deno: the process keeps running). Never throws.
+ * request), else on Netlify's global `Netlify.context` (the current request's `Context` in
+ * Netlify Functions and Edge Functions, for a handler that did not pass its context on), else
+ * on Vercel's request context. Nothing when there is nothing pending or no platform offers it
+ * (Node, Bun, Deno: the process keeps running). Never throws.
  *
  * `candidates` is called only when something is pending: finding a context can cost (Hono's
  * `c.executionCtx` throws, with a stack trace, where there is none), and most requests have
@@ -23,7 +25,7 @@ export function handOffPending(result: RateLimitResult, candidates: () => readon
   const pending = result.info.pending;
   if (pending === RESOLVED) return;
   const vercel = (globalThis as Record<symbol, { get?(): WithWaitUntil } | undefined>)[VERCEL_CONTEXT];
-  for (const candidate of [...candidates(), vercel?.get?.()] as WithWaitUntil[]) {
+  for (const candidate of [...candidates(), netlifyContext(), vercel?.get?.()] as WithWaitUntil[]) {
     if (typeof candidate?.waitUntil !== "function") continue;
     try {
       candidate.waitUntil(pending);
@@ -31,5 +33,14 @@ export function handOffPending(result: RateLimitResult, candidates: () => readon
     } catch {
       // A context past its request refuses: try the next, else the process keeps the promise alive.
     }
+  }
+}
+
+/** Netlify's `Netlify.context` (`null` outside a request); `undefined` elsewhere, or if reading it throws. */
+function netlifyContext(): WithWaitUntil {
+  try {
+    return (globalThis as { Netlify?: { context?: WithWaitUntil } }).Netlify?.context;
+  } catch {
+    return undefined;
   }
 }

@@ -4,6 +4,7 @@ import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
 import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
 import { type OptionSpecs, parseOptions, range } from "../validation.ts";
+import { nextSerial, serialOf } from "../reservations.ts";
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -31,6 +32,37 @@ export interface MemoryStore extends RateLimitStore {
   dispose(): void;
 }
 
+/**
+ * The limiter's way into the memory store's ledger: a reservation's handle keeps its ledger
+ * record, so that settling it looks nothing up, and its id string is made only if read.
+ */
+export const RESERVE: unique symbol = Symbol("reserve");
+export const SETTLE: unique symbol = Symbol("settle");
+
+/** One outstanding reservation: what it was charged, into what, until when. Opaque outside this file. */
+export interface LedgerRecord {
+  /** The full key (namespace and key) it was reserved under. */
+  readonly key: string;
+  readonly cost: number;
+  /** The store's answer to the reservation: the marks follow the figures (from `at`). Never changed once answered. */
+  readonly result: StoreResult;
+  readonly at: number;
+  readonly expiresAtUs: number;
+  /** Its serial number (see `nextSerial`): the id of a reservation the limiter made here is `idOf(serial)`. */
+  readonly serial: number;
+  /** Until settled, cancelled or swept. */
+  live: boolean;
+  /** The id it was recorded under by `reserve()`, when it was given one (it is then in `#byId`). */
+  id: string | undefined;
+}
+
+/** The memory store as the limiter calls it for reservations. */
+export interface MemoryLedger {
+  /** The record of an admitted reservation; the store's answer for a denial. */
+  [RESERVE](set: PolicySet, key: string, cost: number, nowMs: number, ttlMs: number): LedgerRecord | StoreResult;
+  [SETTLE](set: PolicySet, record: LedgerRecord, actual: number, nowMs: number): boolean;
+}
+
 const DEFAULT_MAX_KEYS = 100_000;
 /** A map value packs a slot number and a layout id: slot × LAYOUTS + layout. */
 const LAYOUT_BITS = 8;
@@ -46,17 +78,6 @@ const OPTIONS: OptionSpecs = {
   maxKeys: /* @__PURE__ */ range("a whole number", 1, MAX_KEYS),
   maxReservations: /* @__PURE__ */ range("a whole number", 1, 100_000_000),
 };
-
-/** One outstanding reservation: what it was charged, into what, until when. */
-interface LedgerRecord {
-  /** The full key (namespace and key) it was reserved under. */
-  readonly key: string;
-  readonly cost: number;
-  /** The store's answer to the reservation: the marks follow the figures (from `at`). Never changed once answered. */
-  readonly result: StoreResult;
-  readonly at: number;
-  readonly expiresAtUs: number;
-}
 
 /**
  * The state of every key that shares one sequence of policy kinds, in one growable
@@ -130,6 +151,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 /** True for a store made by {@link memoryStore}: it answers synchronously, from this process. */
 export const isMemoryStore = (store: unknown): boolean => store instanceof MemoryStoreImpl;
 
+/** The memory store's ledger, for a limiter over it; `undefined` for any other store. */
+export const memoryLedgerOf = (store: unknown): MemoryLedger | undefined => (store instanceof MemoryStoreImpl ? store : undefined);
+
 class MemoryStoreImpl implements MemoryStore {
   readonly name = "memory" as const;
   readonly ownsClock = false;
@@ -153,8 +177,16 @@ class MemoryStoreImpl implements MemoryStore {
   #sinceSweep: number;
   readonly #maxKeys: number;
   readonly #sweepEvery: number;
-  /** Outstanding reservations by id (unique: the limiter makes them), in the order they were made. */
-  #ledger = new Map<string, LedgerRecord>();
+  /**
+   * Reservations in the order they were made (so by serial number), from `#head` on: the live
+   * ones, and settled ones not yet dropped (at most about as many, see [RESERVE]). A handle keeps
+   * its record; `settle(id)` finds it by binary search on the serial number of an id this process
+   * made, or in `#byId` for a reservation recorded under an id given to `reserve()`.
+   */
+  #ledger: LedgerRecord[] = [];
+  #head = 0;
+  #live = 0;
+  #byId = new Map<string, LedgerRecord>();
   readonly #maxReservations: number;
 
   constructor(maxKeys: number, maxReservations: number) {
@@ -169,35 +201,56 @@ class MemoryStoreImpl implements MemoryStore {
   }
 
   get reservations(): number {
-    return this.#ledger.size;
+    return this.#live;
   }
 
   reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult {
+    const record = this[RESERVE](set, key, cost, nowMs, ttlMs);
+    if (Array.isArray(record)) return record as StoreResult;
+    (record as LedgerRecord).id = id;
+    this.#byId.set(id, record as LedgerRecord);
+    return (record as LedgerRecord).result;
+  }
+
+  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean {
+    const record = this.#byId.get(id) ?? this.#find(serialOf(id));
+    // Another key's id settles nothing (nor is it spent).
+    if (record === undefined || record.key !== this.#fullKey(set.prefix, key)) return false;
+    return this[SETTLE](set, record, actual, nowMs);
+  }
+
+  [RESERVE](set: PolicySet, key: string, cost: number, nowMs: number, ttlMs: number): LedgerRecord | StoreResult {
     const result = this.#decide(set, key, cost, nowMs, true);
     if (result[0] !== 1) return result;
-    const ledger = this.#ledger;
-    if (ledger.size >= this.#maxReservations) this.#trimLedger(toMicros(nowMs));
-    ledger.set(id, {
+    if (this.#live >= this.#maxReservations) this.#trimLedger(toMicros(nowMs));
+    const record: LedgerRecord = {
       key: this.#fullKey(set.prefix, key),
       cost,
       result,
       at: 1 + set.policies.length * FIELDS_PER_POLICY,
       expiresAtUs: toMicros(nowMs + ttlMs),
-    });
-    return result;
+      serial: nextSerial(),
+      live: true,
+      id: undefined,
+    };
+    const ledger = this.#ledger;
+    // Records no longer live (settled, or swept: those before #head) are dropped once they
+    // outnumber the live ones by 16: O(1) per reservation, and the array stays O(live).
+    if (ledger.length > 2 * this.#live + 16) this.#compactLedger();
+    ledger.push(record);
+    this.#live++;
+    return record;
   }
 
-  settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean {
-    const fullKey = this.#fullKey(set.prefix, key);
-    const record = this.#ledger.get(id);
-    // Another key's id settles nothing (nor is it spent).
-    if (record === undefined || record.key !== fullKey) return false;
-    this.#ledger.delete(id);
+  /** Settles a record of this store (of the key its handle was reserved under). */
+  [SETTLE](set: PolicySet, record: LedgerRecord, actual: number, nowMs: number): boolean {
+    if (!record.live) return false;
+    this.#drop(record);
     const now = toMicros(nowMs);
     // Past its ttl, a reservation counts as its estimate (as if swept at once).
     if (record.expiresAtUs <= now) return false;
     const layout = this.#layout(set);
-    const ref = this.#keys.get(fullKey);
+    const ref = this.#keys.get(record.key);
     // The key's state was evicted or reset, or belongs to another set: nothing it was charged in counts.
     if (ref === undefined || (ref & LAYOUT_MASK) !== layout.id) return true;
     const base = (ref >>> LAYOUT_BITS) * layout.width;
@@ -213,13 +266,48 @@ class MemoryStoreImpl implements MemoryStore {
     return true;
   }
 
+  #drop(record: LedgerRecord): void {
+    record.live = false;
+    this.#live--;
+    if (record.id !== undefined) this.#byId.delete(record.id);
+  }
+
+  /** The live record with this serial number, by binary search (the ledger is in serial order). */
+  #find(serial: number | undefined): LedgerRecord | undefined {
+    if (serial === undefined) return undefined;
+    const ledger = this.#ledger;
+    let lo = this.#head;
+    let hi = ledger.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const s = ledger[mid]!.serial;
+      if (s === serial) return ledger[mid]!.live ? ledger[mid] : undefined;
+      if (s < serial) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
+  }
+
+  /** Keeps the live records only, in order. */
+  #compactLedger(): void {
+    const ledger = this.#ledger;
+    let n = 0;
+    for (let i = this.#head; i < ledger.length; i++) if (ledger[i]!.live) ledger[n++] = ledger[i]!;
+    ledger.length = n;
+    this.#head = 0;
+  }
+
   /** Expired reservations go first; then, while still full, the oldest (its estimate stays charged). */
   #trimLedger(now: number): void {
     // Oldest first: with one ttl, the expired ones are at the front.
     const ledger = this.#ledger;
-    for (const [at, record] of ledger) {
-      if (ledger.size < this.#maxReservations && record.expiresAtUs > now) break;
-      ledger.delete(at);
+    while (this.#head < ledger.length) {
+      const record = ledger[this.#head]!;
+      if (record.live) {
+        if (this.#live < this.#maxReservations && record.expiresAtUs > now) break;
+        this.#drop(record);
+      }
+      this.#head++;
     }
   }
 
@@ -303,7 +391,10 @@ class MemoryStoreImpl implements MemoryStore {
 
   dispose(): void {
     this.#keys.clear();
-    this.#ledger.clear();
+    for (let i = this.#head; i < this.#ledger.length; i++) this.#ledger[i]!.live = false;
+    this.#ledger = [];
+    this.#head = this.#live = 0;
+    this.#byId.clear();
     this.#clockHand = this.#keys.entries();
     this.#layouts = [];
     this.#layoutBySignature.clear();
