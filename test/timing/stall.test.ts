@@ -19,6 +19,14 @@
  *
  * The event loop's lag in the app process is recorded (not subtracted). Figures go to stdout as
  * `[timing] {...}` lines (docs/reliability.md quotes them).
+ *
+ * A machine that other work oversubscribes can starve any process for longer than the 10 ms
+ * slack, whatever the code does. That is measured, not assumed: this test process sleeps through
+ * the stall, with a timer every 5 ms whose lateness is the witness (nothing else runs in it, so
+ * only the machine can make it late). An attempt that misses a claim while the witness was late by
+ * more than 10 ms in the stall is measured again, up to 3 attempts in all, each printed; a claim
+ * missed while the witness was on time fails at once. The claims are asserted strictly on the
+ * attempt that counts.
  */
 import { loadavg } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
@@ -41,6 +49,9 @@ const THINK_MS = 250;
 const STALL_MS = 5000;
 const LONG_STALL_MS = 12_000;
 const AFTER_MS = 3000;
+/** Attempts of one measurement when the machine starved the idle witness (see above). */
+const ATTEMPTS = 3;
+const WITNESS_EVERY_MS = 5;
 
 type Store = (typeof STORES)[number];
 
@@ -50,6 +61,18 @@ afterEach(async () => {
   rig = undefined;
 });
 
+/** The lateness of a timer in this (idle) process: [nowMs(), ms late] pairs, flat, until `stop()`. */
+function witness(): { samples: number[]; stop(): void } {
+  const samples: number[] = [];
+  let expected = performance.now() + WITNESS_EVERY_MS;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    samples.push(nowMs(), Math.max(0, now - expected));
+    expected = now + WITNESS_EVERY_MS;
+  }, WITNESS_EVERY_MS);
+  return { samples, stop: () => clearInterval(timer) };
+}
+
 interface StoreFigures {
   requests: number;
   server: { p50: number; p99: number; max: number; bound: number };
@@ -57,8 +80,16 @@ interface StoreFigures {
   recoveryMs: number;
 }
 
+interface Measured {
+  stores: Record<Store, StoreFigures>;
+  /** The idle witness's lateness in the stall: what the machine alone delayed a timer by. */
+  witness: { p99: number; max: number };
+}
+
 /** A stall of `stallMs` under 200 clients on `adapters` (fallback policy); the figures per store. */
-async function stall(label: string, adapters: string[], stallMs: number): Promise<Record<Store, StoreFigures>> {
+async function stall(label: string, adapters: string[], stallMs: number): Promise<Measured> {
+  await rig?.close();
+  rig = undefined;
   await clearOfHourBoundary(60_000);
   const load1 = loadavg()[0]!;
   const r = rig = await startRig([], TIMEOUT_MS, uniquePrefix(), { adapters, policies: ["fallback"], clientProcess: true, jitter: true });
@@ -73,11 +104,18 @@ async function stall(label: string, adapters: string[], stallMs: number): Promis
     await sleep(100);
   }
   await sleep(500);
+  const idle = witness();
   const fromMs = nowMs();
   r.redis.kill("SIGSTOP");
   await sleep(stallMs);
   r.redis.kill("SIGCONT");
   const backAtMs = nowMs();
+  idle.stop();
+  const late: number[] = [];
+  for (let i = 0; i < idle.samples.length; i += 2) {
+    if (idle.samples[i]! >= fromMs && idle.samples[i]! < backAtMs) late.push(idle.samples[i + 1]!);
+  }
+  const witnessed = { p99: round(quantile(late, 0.99)), max: round(Math.max(...late)) };
   await sleep(AFTER_MS);
   await load.stop();
   const stats = await r.stats(true);
@@ -137,6 +175,7 @@ async function stall(label: string, adapters: string[], stallMs: number): Promis
     unanswered,
     status5xx: fiveXx,
     lag: { beforeP99: round(quantile(lagBefore, 0.99)), stallP99: round(quantile(lag, 0.99)), stallMax: round(Math.max(...lag)) },
+    witness: witnessed,
     loadavg1: [round(load1), round(loadavg()[0]!)],
     ...out,
     stores: Object.fromEntries(STORES.map((s) => {
@@ -155,35 +194,60 @@ async function stall(label: string, adapters: string[], stallMs: number): Promis
   for (const store of STORES) {
     expect(stats.stores[store]!.timeouts, `${store}: calls abandoned at their deadline during the stall`).toBeGreaterThan(0);
   }
-  return out;
+  return { stores: out, witness: witnessed };
 }
+
+/** The claims `check` makes of one attempt's figures, as [what, holds] pairs. */
+type Claims = (f: StoreFigures, store: Store) => Array<[string, boolean]>;
+
+/**
+ * Measures until every claim holds, or a claim is missed while the witness was on time, or
+ * ATTEMPTS are spent; then asserts every claim of the attempt that counts.
+ */
+async function measured(label: string, adapters: string[], stallMs: number, claims: Claims): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    const m = await stall(attempt === 1 ? label : `${label} (attempt ${attempt})`, adapters, stallMs);
+    const missed = STORES.flatMap((s) => claims(m.stores[s], s).filter(([, holds]) => !holds).map(([what]) => what));
+    const starved = m.witness.max > SLACK_MS;
+    if (missed.length > 0 && starved && attempt < ATTEMPTS) {
+      console.warn(
+        `[timing] ${label}: attempt ${attempt} missed ${
+          missed.join("; ")
+        } while the machine starved an idle timer by ${m.witness.max} ms (over the ${SLACK_MS} ms slack): measuring again`,
+      );
+      continue;
+    }
+    for (const store of STORES) {
+      for (const [what, holds] of claims(m.stores[store], store)) {
+        expect(holds, `${what} (figures: ${JSON.stringify(m.stores[store])}; idle witness late by ${m.witness.max} ms at most)`).toBe(true);
+      }
+    }
+    return;
+  }
+}
+
+const recovered: Claims = (
+  f,
+  store,
+) => [[`${store}: every app decided by the store again ≤ 2 s after SIGCONT`, f.recoveryMs <= RECOVERY_BOUND_MS]];
 
 describe(`a ${STALL_MS / 1000} s redis-server stall under ${CLIENTS} concurrent clients, one integration at a time`, () => {
   it.each(ADAPTERS.map((a) => a.name))(
     "%s: decision p99 ≤ timeoutMs + 10 ms, clients' p99 ≤ that + the floor, back on the store ≤ 2 s",
     async (adapter) => {
-      const figures = await stall(adapter, [adapter], STALL_MS);
-      for (const store of STORES) {
-        const f = figures[store];
-        expect(f.requests, `${store}: requests that arrived during the stall`).toBeGreaterThan(500);
-        expect(f.server.p99, `${store}: p99 from arrival to decision ≤ timeoutMs + ${SLACK_MS} ms`).toBeLessThanOrEqual(f.server.bound);
-        expect(f.client.p99, `${store}: the clients' p99 ≤ timeoutMs + ${SLACK_MS} ms + the trivial handler's p99`).toBeLessThanOrEqual(
-          f.client.bound,
-        );
-        expect(f.recoveryMs, `${store}: every app decided by the store again ≤ 2 s after SIGCONT`).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
-      }
+      await measured(adapter, [adapter], STALL_MS, (f, store) => [
+        [`${store}: more than 500 requests arrived during the stall`, f.requests > 500],
+        [`${store}: p99 from arrival to decision ≤ timeoutMs + ${SLACK_MS} ms`, f.server.p99 <= f.server.bound],
+        [`${store}: the clients' p99 ≤ timeoutMs + ${SLACK_MS} ms + the trivial handler's p99`, f.client.p99 <= f.client.bound],
+        ...recovered(f, store),
+      ]);
     },
-    90_000,
+    ATTEMPTS * 40_000,
   );
 });
 
 describe(`a ${LONG_STALL_MS / 1000} s stall, every integration at once`, () => {
   it("every app decided by the store again ≤ 2 s after SIGCONT, however long the outage", async () => {
-    const figures = await stall("all, long", ADAPTERS.map((a) => a.name), LONG_STALL_MS);
-    for (const store of STORES) {
-      expect(figures[store].recoveryMs, `${store}: every app decided by the store again ≤ 2 s after SIGCONT`).toBeLessThanOrEqual(
-        RECOVERY_BOUND_MS,
-      );
-    }
-  }, 90_000);
+    await measured("all, long", ADAPTERS.map((a) => a.name), LONG_STALL_MS, recovered);
+  }, ATTEMPTS * 50_000);
 });
