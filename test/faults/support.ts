@@ -74,8 +74,11 @@ export interface Rig {
   apps: AppInfo[];
   child: ChildProcess;
   samples: Sample[];
-  /** Closed-loop clients until `stop()`: `perApp` on each app, `floor` on the trivial handler, each waiting `thinkMs` between requests. */
-  load(perApp: number, floor: number, thinkMs: number): { stop(): Promise<void> };
+  /**
+   * Closed-loop clients until `stop()`: `perApp` on each app, `floor` on the trivial handler, each
+   * waiting `thinkMs` between requests (those on the trivial handler `floorThinkMs`, default the same).
+   */
+  load(perApp: number, floor: number, thinkMs: number, floorThinkMs?: number): { stop(): Promise<void> };
   ask<T>(command: Command, reply: string): Promise<T>;
   stats(peek?: boolean): Promise<StatsReply>;
   close(): Promise<void>;
@@ -92,11 +95,12 @@ export interface RigOptions {
   jitter?: boolean;
 }
 
-/** A closed-loop client target: `n` clients on `port`, their samples tagged `app`. */
+/** A closed-loop client target: `n` clients on `port`, their samples tagged `app`; `thinkMs` their own, if given. */
 export interface Target {
   port: number;
   app: number;
   n: number;
+  thinkMs?: number;
 }
 
 /**
@@ -108,19 +112,20 @@ export interface Target {
  */
 export function runClients(targets: Target[], thinkMs: number, samples: Sample[], jitter = false): { stop(): Promise<void> } {
   let running = true;
-  const think = (): number => (jitter ? thinkMs * (0.5 + Math.random()) : thinkMs);
   const loops: Promise<void>[] = [];
   for (const t of targets) {
+    const ms = t.thinkMs ?? thinkMs;
+    const think = (): number => (jitter ? ms * (0.5 + Math.random()) : ms);
     // Idle sockets are retired after 4 s, before the servers' 5 s keep-alive timeout closes them:
     // reusing a socket the server is closing at that moment resets it, a client-side loss that
     // would count as a request without an answer.
     const agent = new http.Agent({ keepAlive: true, maxSockets: t.n, timeout: 4_000 });
     for (let i = 0; i < t.n; i++) {
       loops.push((async () => {
-        if (jitter) await sleep(Math.random() * thinkMs);
+        if (jitter) await sleep(Math.random() * ms);
         while (running) {
           samples.push(await request(agent, t.port, t.app));
-          if (thinkMs > 0) await sleep(think());
+          if (ms > 0) await sleep(think());
         }
       })());
     }
@@ -153,8 +158,11 @@ export async function startRig(redisArgs: string[], timeoutMs: number, prefix: s
   const samples: Sample[] = [];
   const ask = <T>(command: Command, reply: string): Promise<T> => apps.ask<T>(command, reply);
 
-  const load = (perApp: number, floor: number, thinkMs: number): { stop(): Promise<void> } => {
-    const targets = [...ready.apps.map((a, i) => ({ port: a.port, app: i, n: perApp })), { port: ready.floorPort, app: -1, n: floor }];
+  const load = (perApp: number, floor: number, thinkMs: number, floorThinkMs = thinkMs): { stop(): Promise<void> } => {
+    const targets = [
+      ...ready.apps.map((a, i) => ({ port: a.port, app: i, n: perApp })),
+      { port: ready.floorPort, app: -1, n: floor, thinkMs: floorThinkMs },
+    ];
     if (clients === undefined) return runClients(targets, thinkMs, samples, options.jitter);
     clients.child.send({ type: "load", targets, thinkMs, jitter: options.jitter === true });
     return {
