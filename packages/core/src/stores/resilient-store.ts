@@ -158,9 +158,10 @@ const PROBE = -1;
 
 /**
  * Counts consecutive failures; opens after `threshold`, for a cool-down (doubling with each
- * failed probe up to `maxCooldownMs`, when that is above `cooldownMs`). While open, the store is not called; after the cool-down
- * exactly one call probes it, and its success closes the circuit at once. Failures of calls sent
- * before the circuit opened change nothing: a stall fails hundreds at once, which is one outage.
+ * failed probe up to `maxCooldownMs`, when that is above `cooldownMs`). While open, the store is
+ * not called; after the cool-down exactly one call probes it, and its success closes the circuit
+ * at once. Failures of calls sent before the circuit opened change nothing: a stall fails
+ * hundreds at once, which is one outage.
  */
 class Breaker {
   #failures = 0;
