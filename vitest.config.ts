@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 const source = (pkg: string, entry = "index.ts"): string => fileURLToPath(new URL(`./packages/${pkg}/src/${entry}`, import.meta.url));
 
@@ -18,6 +18,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // The timing stage runs alone, after the rest (vitest.timing.config.ts).
+    exclude: [...configDefaults.exclude, "test/timing/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

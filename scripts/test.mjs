@@ -174,6 +174,17 @@ suite(
   (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) }),
 );
 
+// The timing claims of a store stall (test/timing/): alone, after the other Node suites, so that
+// nothing else loads the machine while latency is measured against a deadline.
+const timingReport = join(tmp, "vitest-timing.json");
+suite(
+  "timing: a 5 s redis-server stall under 200 clients, each integration and remote store (vitest, test/timing, alone)",
+  bin("vitest"),
+  ["run", "--config", "vitest.timing.config.ts", "--reporter=default", "--reporter=json", `--outputFile.json=${timingReport}`],
+  timingReport,
+  (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) }),
+);
+
 /** Counts `<testcase>` elements and those holding a `<failure>` or `<error>` in a JUnit report. */
 function junitCounts(xml) {
   let passedCases = 0;

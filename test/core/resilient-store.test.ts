@@ -158,31 +158,43 @@ describe("a failing store is never silent", () => {
 });
 
 describe("the circuit breaker probes early and backs off", () => {
-  it("default: opens after 5 failures for 1 s, doubling per failed probe to 30 s; one successful probe closes it", async () => {
-    let now = 1_000_000;
-    const store = controlledStore("throw");
-    const limiter = createRateLimiter({ policy: perMinute(100), store, clock: () => now, resilience: { logger: false } });
+  /** Opens `limiter`'s circuit, then for each of `probes` failed probes: how long the store went uncalled before it. */
+  async function openPeriods(
+    limiter: ReturnType<typeof createRateLimiter>,
+    store: ReturnType<typeof controlledStore>,
+    advance: (ms: number) => void,
+    probes: number,
+  ) {
     for (let i = 0; i < 5; i++) expect(await codeOf(limiter.limit("a"))).toBe("STORE_ERROR");
     const openFor: number[] = [];
-    // Each failed probe: how long the store then goes uncalled.
-    for (let probe = 0; probe < 7; probe++) {
+    for (let probe = 0; probe < probes; probe++) {
       const before = store.calls;
       let waited = 0;
       while (store.calls === before) {
         expect(await codeOf(limiter.limit("a"))).toBe(store.calls === before ? "STORE_UNAVAILABLE" : "STORE_ERROR");
         if (store.calls === before) {
-          now += 250;
+          advance(250);
           waited += 250;
         }
       }
       openFor.push(waited);
     }
-    expect(openFor).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
-    now += 30_000;
+    return openFor;
+  }
+
+  it("default: opens after 5 failures and probes every second however long the outage; one successful probe closes it", async () => {
+    let now = 1_000_000;
+    const store = controlledStore("throw");
+    const limiter = createRateLimiter({ policy: perMinute(100), store, clock: () => now, resilience: { logger: false } });
+    // A 60 s outage: the store goes uncalled for 1 s before each probe, never longer.
+    expect(await openPeriods(limiter, store, (ms) => (now += ms), 60)).toEqual(Array(60).fill(1000));
+    // Back at the last probe's failure: the next probe, 1 s later, closes the circuit.
     store.mode = "ok";
+    expect(await codeOf(limiter.limit("a"))).toBe("STORE_UNAVAILABLE");
+    now += 1000;
     expect((await limiter.limit("a")).allowed).toBe(true);
     expect((await limiter.limit("a")).allowed).toBe(true);
-    // Closed again, and the back-off starts over: 5 failures open it for 1 s.
+    // Closed again: 5 failures open it for 1 s.
     store.mode = "throw";
     for (let i = 0; i < 5; i++) await codeOf(limiter.limit("a"));
     const calls = store.calls;
@@ -191,6 +203,23 @@ describe("the circuit breaker probes early and backs off", () => {
     now += 1;
     expect(await codeOf(limiter.limit("a"))).toBe("STORE_ERROR");
     expect(store.calls).toBe(calls + 1);
+  });
+
+  it("maxCooldownMs: each failed probe doubles the cool-down up to it; the back-off starts over once closed", async () => {
+    let now = 1_000_000;
+    const store = controlledStore("throw");
+    const limiter = createRateLimiter({
+      policy: perMinute(100),
+      store,
+      clock: () => now,
+      resilience: { logger: false, circuitBreaker: { maxCooldownMs: 30_000 } },
+    });
+    expect(await openPeriods(limiter, store, (ms) => (now += ms), 7)).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+    now += 30_000;
+    store.mode = "ok";
+    expect((await limiter.limit("a")).allowed).toBe(true);
+    store.mode = "throw";
+    expect(await openPeriods(limiter, store, (ms) => (now += ms), 2)).toEqual([1000, 2000]);
   });
 
   it("exactly one probe is in flight; the others fail at once with STORE_UNAVAILABLE", async () => {

@@ -5,8 +5,11 @@
  * behind the fault proxy) × every `onStoreError` policy, each app on its own port and prefix,
  * side by side in one process, plus a trivial handler with no rate limit (the latency floor).
  *
+ * FG_ADAPTERS and FG_POLICIES (comma-separated names, optional) keep only those integrations and
+ * policies: the timing suite runs one integration at a time.
+ *
  * Each store is one `resilientStore` with the defaults but `timeoutMs` (FG_TIMEOUT_MS), shared
- * by the 12 apps on it, as one process shares its store. The process counts every decision by
+ * by the apps on it, as one process shares its store. The process counts every decision by
  * source, every 5xx, error, unhandled rejection and uncaught exception, samples the calls in
  * flight, and answers `stats` messages.
  */
@@ -59,6 +62,15 @@ const lag: number[] = [];
 const timeoutMs = Number(env("FG_TIMEOUT_MS"));
 const redisPort = Number(env("FG_REDIS_PORT"));
 const runPrefix = env("FG_PREFIX");
+const only = <T>(all: readonly T[], name: (t: T) => string, variable: string): readonly T[] => {
+  const names = process.env[variable]?.split(",");
+  if (names === undefined) return all;
+  const kept = all.filter((t) => names.includes(name(t)));
+  if (kept.length !== names.length) throw new Error(`${variable}=${names.join(",")}: expected names among ${all.map(name).join(", ")}`);
+  return kept;
+};
+const adapters = only(ADAPTERS, (a) => a.name, "FG_ADAPTERS");
+const policies = only(POLICIES, (p) => p, "FG_POLICIES");
 const logged: string[] = [];
 const log = (m: string): void => void logged.push(`${Date.now()} ${m}`);
 const logger = { warn: log, info: log };
@@ -108,9 +120,9 @@ const apps: AppInfo[] = [];
 const servers: { close(): Promise<void> }[] = [];
 const policy = hourly("fixed-window", LIMIT);
 
-for (const adapter of ADAPTERS) {
+for (const adapter of adapters) {
   for (const store of STORES) {
-    for (const onStoreError of POLICIES) {
+    for (const onStoreError of policies) {
       const name = `${adapter.name} / ${store} / ${onStoreError}`;
       const prefix = `${runPrefix}${apps.length}:`;
       const c: AppCounts = {

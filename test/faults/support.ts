@@ -1,7 +1,8 @@
 /**
  * The store-fault suite's machinery: a redis-server, the local Upstash bridge behind the fault
  * proxy, the app process (fault-apps.ts, forked), and closed-loop HTTP clients that record every
- * request's start, latency and status.
+ * request's start, latency and status: in the test process, or in a process of their own
+ * (client-process.ts) so that their work delays neither the apps nor the test.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import http from "node:http";
@@ -15,6 +16,7 @@ export const LONG = process.env.FLOODGATE_LONG === "1";
 
 const APPS = fileURLToPath(new URL("./fault-apps.ts", import.meta.url));
 const BRIDGE = fileURLToPath(new URL("./bridge-process.ts", import.meta.url));
+const CLIENTS = fileURLToPath(new URL("./client-process.ts", import.meta.url));
 
 /** A forked tsx process with IPC, and a way to ask it something and wait for its answer. */
 function forkTs(
@@ -72,14 +74,71 @@ export interface Rig {
   apps: AppInfo[];
   child: ChildProcess;
   samples: Sample[];
-  /** Closed-loop clients until `stop()`: `perApp` on each app, `floor` on the trivial handler, each waiting `thinkMs` between requests. */
-  load(perApp: number, floor: number, thinkMs: number): { stop(): Promise<void> };
+  /**
+   * Closed-loop clients until `stop()`: `perApp` on each app, `floor` on the trivial handler, each
+   * waiting `thinkMs` between requests (those on the trivial handler `floorThinkMs`, default the same).
+   */
+  load(perApp: number, floor: number, thinkMs: number, floorThinkMs?: number): { stop(): Promise<void> };
   ask<T>(command: Command, reply: string): Promise<T>;
   stats(peek?: boolean): Promise<StatsReply>;
   close(): Promise<void>;
 }
 
-export async function startRig(redisArgs: string[], timeoutMs: number, prefix: string): Promise<Rig> {
+export interface RigOptions {
+  /** Only these integrations (`Adapter.name`s of test/hostile/support.ts); default all four. */
+  adapters?: string[];
+  /** Only these `onStoreError` policies; default all three. */
+  policies?: string[];
+  /** Run the clients in a process of their own (client-process.ts) instead of the test process. */
+  clientProcess?: boolean;
+  /** Clients start and think at random, as independent clients do (see `runClients`). */
+  jitter?: boolean;
+}
+
+/** A closed-loop client target: `n` clients on `port`, their samples tagged `app`; `thinkMs` their own, if given. */
+export interface Target {
+  port: number;
+  app: number;
+  n: number;
+  thinkMs?: number;
+}
+
+/**
+ * Closed-loop clients until `stop()`: per target, `n` clients that each send a request, wait for
+ * its answer, then `thinkMs`; every request's sample goes into `samples`. With `jitter`, each
+ * client starts after a random part of `thinkMs` and waits a random 0.5 to 1.5 × `thinkMs`, as
+ * independent clients do: without it, clients started together stay in step, and their requests
+ * arrive (and time out) in bursts.
+ */
+export function runClients(targets: Target[], thinkMs: number, samples: Sample[], jitter = false): { stop(): Promise<void> } {
+  let running = true;
+  const loops: Promise<void>[] = [];
+  for (const t of targets) {
+    const ms = t.thinkMs ?? thinkMs;
+    const think = (): number => (jitter ? ms * (0.5 + Math.random()) : ms);
+    // Idle sockets are retired after 4 s, before the servers' 5 s keep-alive timeout closes them:
+    // reusing a socket the server is closing at that moment resets it, a client-side loss that
+    // would count as a request without an answer.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: t.n, timeout: 4_000 });
+    for (let i = 0; i < t.n; i++) {
+      loops.push((async () => {
+        if (jitter) await sleep(Math.random() * ms);
+        while (running) {
+          samples.push(await request(agent, t.port, t.app));
+          if (ms > 0) await sleep(think());
+        }
+      })());
+    }
+  }
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+export async function startRig(redisArgs: string[], timeoutMs: number, prefix: string, options: RigOptions = {}): Promise<Rig> {
   const redis = await startRedis({ args: redisArgs });
   const upstash = forkTs(BRIDGE, { FG_REDIS_PORT: String(redis.port) });
   const { url, token } = await upstash.ready as { url: string; token: string };
@@ -89,34 +148,30 @@ export async function startRig(redisArgs: string[], timeoutMs: number, prefix: s
     FG_UPSTASH_URL: url,
     FG_UPSTASH_TOKEN: token,
     FG_PREFIX: prefix,
+    ...(options.adapters === undefined ? {} : { FG_ADAPTERS: options.adapters.join(",") }),
+    ...(options.policies === undefined ? {} : { FG_POLICIES: options.policies.join(",") }),
   });
+  const clients = options.clientProcess === true ? forkTs(CLIENTS, {}) : undefined;
+  await clients?.ready;
   const child = apps.child;
   const ready = await apps.ready as { apps: AppInfo[]; floorPort: number };
   const samples: Sample[] = [];
   const ask = <T>(command: Command, reply: string): Promise<T> => apps.ask<T>(command, reply);
 
-  const load = (perApp: number, floor: number, thinkMs: number): { stop(): Promise<void> } => {
-    let running = true;
-    const loops: Promise<void>[] = [];
-    const targets = [...ready.apps.map((a, i) => ({ port: a.port, app: i, n: perApp })), { port: ready.floorPort, app: -1, n: floor }];
-    for (const t of targets) {
-      // Idle sockets are retired after 4 s, before the servers' 5 s keep-alive timeout closes them:
-      // reusing a socket the server is closing at that moment resets it, a client-side loss that
-      // would count as a request without an answer.
-      const agent = new http.Agent({ keepAlive: true, maxSockets: t.n, timeout: 4_000 });
-      for (let i = 0; i < t.n; i++) {
-        loops.push((async () => {
-          while (running) {
-            samples.push(await request(agent, t.port, t.app));
-            if (thinkMs > 0) await sleep(thinkMs);
-          }
-        })());
-      }
-    }
+  const load = (perApp: number, floor: number, thinkMs: number, floorThinkMs = thinkMs): { stop(): Promise<void> } => {
+    const targets = [
+      ...ready.apps.map((a, i) => ({ port: a.port, app: i, n: perApp })),
+      { port: ready.floorPort, app: -1, n: floor, thinkMs: floorThinkMs },
+    ];
+    if (clients === undefined) return runClients(targets, thinkMs, samples, options.jitter);
+    clients.child.send({ type: "load", targets, thinkMs, jitter: options.jitter === true });
     return {
       async stop() {
-        running = false;
-        await Promise.all(loops);
+        const reply = await clients.ask<{ samples: number[] }>({ type: "stop" }, "samples");
+        const flat = reply.samples;
+        for (let i = 0; i < flat.length; i += 4) {
+          samples.push({ app: flat[i]!, startMs: flat[i + 1]!, ms: flat[i + 2]!, status: flat[i + 3]! });
+        }
       },
     };
   };
@@ -132,6 +187,7 @@ export async function startRig(redisArgs: string[], timeoutMs: number, prefix: s
     ask,
     stats: (peek = false) => ask<StatsReply>({ type: "stats", peek }, "stats"),
     async close() {
+      if (clients !== undefined) await stopChild(clients.child);
       await stopChild(child);
       redis.kill("SIGCONT");
       await stopChild(upstash.child);

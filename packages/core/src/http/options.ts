@@ -220,8 +220,9 @@ export interface HttpRateLimitOptions<Raw = unknown> {
    */
   timeoutMs?: number | false;
   /**
-   * Stop calling a failing store for a cool-down that starts at 1 s and doubles with each failed
-   * probe up to 30 s (default `{ failures: 5, cooldownMs: 1000, maxCooldownMs: 30000 }`); `false` to disable.
+   * Stop calling a failing store for a cool-down, then probe it with one call (default
+   * `{ failures: 5, cooldownMs: 1000 }`: a probe a second, so decisions are back on the store
+   * within about a second of its return); `maxCooldownMs` backs off by doubling; `false` to disable.
    */
   circuitBreaker?: false | CircuitBreakerOptions;
   /** Called with every decision; a promise it returns joins `info.pending`. */

@@ -21,13 +21,15 @@ export interface CircuitBreakerOptions {
   /** Consecutive failures (errors or timeouts) that open the circuit (default 5). */
   failures?: number;
   /**
-   * How long the circuit stays open the first time, in ms (default 1,000); then one call probes
-   * the store. Without `maxCooldownMs`, a `cooldownMs` you set is the cool-down every time.
+   * How long the circuit stays open, in ms (default 1,000); then one call probes the store, and
+   * its success closes the circuit. One probe a second per process is negligible load on a store,
+   * and it brings decisions back on the store within a second (plus the probe's round trip) of
+   * its return, however long it was down.
    */
   cooldownMs?: number;
   /**
-   * The longest cool-down, in ms: each failed probe doubles the cool-down up to it (default
-   * 30,000, or `cooldownMs` when only that is set).
+   * To back off: each failed probe doubles the cool-down, from `cooldownMs` up to this many ms
+   * (default `cooldownMs`: no doubling). The store's return can then wait up to this long.
    */
   maxCooldownMs?: number;
 }
@@ -48,7 +50,7 @@ export interface ResilientStoreOptions {
    * for none. A store that answers synchronously (the memory store) is never timed.
    */
   timeoutMs?: number | false;
-  /** Stop calling a failing store for a cool-down (default `{ failures: 5, cooldownMs: 1000, maxCooldownMs: 30000 }`); `false` to disable. */
+  /** Stop calling a failing store for a cool-down (default `{ failures: 5, cooldownMs: 1000 }`, probing once a second); `false` to disable. */
   circuitBreaker?: false | CircuitBreakerOptions;
   /** Most calls this store may have in flight; further calls fail at once with `STORE_UNAVAILABLE` (default 1,000). */
   maxInFlight?: number;
@@ -107,13 +109,15 @@ export interface ResilientStore extends RateLimitStore {
 const DEFAULT_TIMEOUT_MS = 1000;
 const DEFAULT_FAILURES = 5;
 const DEFAULT_COOLDOWN_MS = 1000;
-const DEFAULT_MAX_COOLDOWN_MS = 30_000;
 const DEFAULT_MAX_IN_FLIGHT = 1000;
 /**
  * Before the store's first answer, a timeout is a cold start (connecting, loading scripts) more
  * often than a fault: for this long after the first call it does not count against the breaker.
  */
 const WARM_UP_MS = 10_000;
+
+/** Ms with sub-ms precision where the runtime has `performance` (every current one), else `Date.now()`. */
+const preciseNow: () => number = typeof globalThis.performance?.now === "function" ? () => globalThis.performance.now() : () => Date.now();
 
 const OPTIONS: OptionSpecs = {
   timeoutMs: [(v) => v === false || whole(1, 60_000)(v), "a whole number of milliseconds from 1 to 60000, or false (no deadline)"],
@@ -153,10 +157,11 @@ const isCallersError = (error: unknown): boolean => error instanceof FloodgateEr
 const PROBE = -1;
 
 /**
- * Counts consecutive failures; opens after `threshold`, for a cool-down that doubles with each
- * failed probe up to `maxCooldownMs`. While open, the store is not called; after the cool-down
- * exactly one call probes it, and its success closes the circuit at once. Failures of calls sent
- * before the circuit opened change nothing: a stall fails hundreds at once, which is one outage.
+ * Counts consecutive failures; opens after `threshold`, for a cool-down (doubling with each
+ * failed probe up to `maxCooldownMs`, when that is above `cooldownMs`). While open, the store is
+ * not called; after the cool-down exactly one call probes it, and its success closes the circuit
+ * at once. Failures of calls sent before the circuit opened change nothing: a stall fails
+ * hundreds at once, which is one outage.
  */
 class Breaker {
   #failures = 0;
@@ -211,7 +216,7 @@ class Breaker {
  * middlewares turn these errors into their `onStoreError` answer.
  *
  * @param options.timeoutMs - deadline of an asynchronous call (default 1,000 ms; `false`: none)
- * @param options.circuitBreaker - default `{ failures: 5, cooldownMs: 1000, maxCooldownMs: 30000 }`
+ * @param options.circuitBreaker - default `{ failures: 5, cooldownMs: 1000 }` (no back-off)
  * @param options.maxInFlight - most unsettled calls (default 1,000)
  * @param options.logger - default `console`
  * @example
@@ -263,11 +268,10 @@ class ResilientStoreImpl implements ResilientStore {
     if (inner.ownsClock !== undefined) this.ownsClock = inner.ownsClock;
     this.#timeoutMs = o.timeoutMs === false ? undefined : o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const b = o.circuitBreaker;
-    this.#breaker = b === false ? undefined : new Breaker(
-      b?.failures ?? DEFAULT_FAILURES,
-      b?.cooldownMs ?? DEFAULT_COOLDOWN_MS,
-      Math.max(b?.maxCooldownMs ?? (b?.cooldownMs ?? DEFAULT_MAX_COOLDOWN_MS), b?.cooldownMs ?? DEFAULT_COOLDOWN_MS),
-    );
+    const cooldownMs = b === false ? 0 : b?.cooldownMs ?? DEFAULT_COOLDOWN_MS;
+    this.#breaker = b === false
+      ? undefined
+      : new Breaker(b?.failures ?? DEFAULT_FAILURES, cooldownMs, Math.max(b?.maxCooldownMs ?? cooldownMs, cooldownMs));
     this.#maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.#logger = o.logger === false ? undefined : o.logger ?? (globalThis as { console?: StoreLogger }).console;
     this.#onFailure = o.onFailure;
@@ -389,6 +393,9 @@ class ResilientStoreImpl implements ResilientStore {
       );
     }
     const signal = { aborted: false };
+    // The deadline counts from here: what the store's client does before its call returns (an
+    // HTTP client builds its request synchronously) is part of the call.
+    const startedAt = preciseNow();
     let pending: MaybePromise<T>;
     try {
       pending = invoke(signal);
@@ -414,7 +421,7 @@ class ResilientStoreImpl implements ResilientStore {
         );
         // The deadline on the limiter's clock: the circuit opens from when the timeout was seen.
         this.#failed(error, atMs + timeoutMs, probe).then(undefined, reject);
-      }, timeoutMs);
+      }, Math.max(0, Math.ceil(timeoutMs - (preciseNow() - startedAt))));
       pending.then(
         (value) => {
           this.#inFlight--;
