@@ -9,12 +9,13 @@ import { createHash } from "node:crypto";
 import { openSync, writeSync } from "node:fs";
 import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
-import { createRateLimiter, fixedWindow, type Policy, upstashStore } from "../packages/core/src/index.ts";
+import { createRateLimiter, fixedWindow, memoryStore, type Policy, upstashStore } from "../packages/core/src/index.ts";
 
 export interface WorkerConfig {
   url: string;
   token: string;
-  mode: "leased" | "exact" | "upstash-fixed" | "upstash-cached";
+  /** "memory": exact on a memory store of its own, the floor of a synchronous decision in such a process. */
+  mode: "leased" | "exact" | "memory" | "upstash-fixed" | "upstash-cached";
   /** "hot": fixed window 6,000/min; "multi": 10/s AND 1,000/day; "ten": fixed window 1,000 per 10 s. */
   policy: "hot" | "multi" | "ten";
   prefix: string;
@@ -94,22 +95,22 @@ async function main(): Promise<void> {
   const fd = openSync(c.out, "a");
   const redis = new Redis({ url: c.url, token: c.token, enableAutoPipelining: false, retry: { retries: 0 } });
   const policies = policiesOf(c.policy);
-  /** A decision, and for one served synchronously (from a lease) the limiter's own time, µs. */
+  /** A decision, and for one answered synchronously (from a lease, or the memory store) the limiter's own time, µs. */
   let decide: () => Promise<{ allowed: boolean; source: string; resets: number[]; syncUs?: number }>;
   let flush = async (): Promise<void> => {};
-  if (c.mode === "leased" || c.mode === "exact") {
+  if (c.mode === "leased" || c.mode === "exact" || c.mode === "memory") {
     const limiter = createRateLimiter({
       policy: policies,
-      store: upstashStore({ redis }),
+      store: c.mode === "memory" ? memoryStore() : upstashStore({ redis }),
       prefix: c.prefix,
-      mode: c.mode,
+      mode: c.mode === "leased" ? "leased" : "exact",
       leaseMs: c.leaseMs,
       // A generous deadline: on a loaded machine, measure slow answers rather than count failures.
       resilience: { timeoutMs: 30_000, logger: false },
     });
     decide = async () => {
-      // decide(): a decision served from a lease comes back synchronously, so the time measured
-      // is the limiter's own, not a promise's turn.
+      // decide(): a decision served from a lease (or by the memory store) comes back
+      // synchronously, so the time measured is the limiter's own, not a promise's turn.
       const t0 = hrUs();
       const answer = limiter.decide("hot");
       if (!(answer instanceof Promise)) {

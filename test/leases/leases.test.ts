@@ -227,6 +227,58 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     expect(await stored(prefix, "k")).toBe(6);
   });
 
+  it("a remembered denial does not keep units from coming back: a call that returns units is sent, and admits with them", async () => {
+    const now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const store = h.store("local"); // with its deny cache
+    const other = h.store("local", { denyCache: false });
+    const set = { prefix, policies: [fixedWindow({ limit: 10, window: HOUR })] };
+    const lease = await store.lease!(set, "k", { cost: 1, want: 4, lifeMs: 5000, minLifeMs: 100, id: "held" }, now);
+    expect(lease[0]).toBe(1);
+    expect(lease[6]).toBe(4);
+    // Another instance takes the rest; this one is denied, and remembers it.
+    for (let i = 0; i < 5; i++) expect((await other.consume(set, "k", 1, now))[0]).toBe(1);
+    const denied = await store.lease!(set, "k", { cost: 1, want: 4, lifeMs: 5000, minLifeMs: 100, id: "d1" }, now);
+    expect(denied[0]).toBe(0);
+    expect(denied[denied.length - 1]).not.toBe(0); // from Redis, not the cache
+    expect((await store.lease!(set, "k", { cost: 1, want: 4, lifeMs: 5000, minLifeMs: 100, id: "d2" }, now)).at(-1)).toBe(0); // the cache
+    // The held lease goes back, unspent: the call is sent, and the units it returns admit it.
+    const back = await store.lease!(set, "k", {
+      cost: 1,
+      want: 0,
+      lifeMs: 5000,
+      minLifeMs: 100,
+      id: "d3",
+      returns: [{ id: "held", unspent: 4 }],
+    }, now);
+    expect(back[0]).toBe(1);
+    expect(await stored(prefix, "k")).toBe(10 - 4 + 1);
+    expect(await h.admin.exists(`${prefix}{k}:l:held`)).toBe(0);
+  });
+
+  it("every lease goes back, spent ones too (a spent lease a refresh replaces included): no ledger record is left behind", async () => {
+    let now = T0 + 1000;
+    const prefix = uniquePrefix();
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 20, window: HOUR }),
+      store: h.store("local"), // with its deny cache
+      prefix,
+      clock: () => now,
+      mode: "leased",
+    });
+    let denials = 0;
+    for (let i = 0; i < 60; i++) {
+      now += 5;
+      const d = await limiter.limit("k");
+      if (!d.allowed) denials++;
+      await d.pending;
+    }
+    expect(denials).toBeGreaterThan(0);
+    await limiter.flush();
+    const left = await h.admin.keys(`${prefix}*:l:*`);
+    expect(left).toEqual([]);
+  });
+
   it("a lease call that failed on the way back is returned whole by the next call", async () => {
     let now = T0 + 1000;
     const prefix = uniquePrefix();

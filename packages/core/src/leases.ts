@@ -161,11 +161,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     return k;
   };
 
-  /**
-   * Units to ask for: this instance's rate over the look-ahead plus two standard deviations of a
-   * Poisson count of that mean (so that a lease usually lasts its life rather than running out a
-   * little early), times the run-out multiplier.
-   */
+  /** Units to ask for: this instance's rate over the look-ahead, times the run-out multiplier. */
   const wantOf = (k: KeyLeases, cost: number): number => {
     const now = clock();
     const elapsed = now - k.lastCallAt;
@@ -175,8 +171,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     }
     k.lastCallAt = now;
     k.servedSince = 0;
-    const mean = (k.rate * lifeMs) / 1000;
-    const base = k.rate < 0 ? cost : Math.ceil(mean + 2 * Math.sqrt(mean));
+    const base = k.rate < 0 ? cost : Math.ceil((k.rate * lifeMs) / 1000);
     return Math.min(1e12, Math.max(cost, base) * k.multiplier);
   };
 
@@ -223,7 +218,13 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
       remaining,
       resetAt,
     };
-    if (k.current === undefined || k.current.units === 0) k.current = lease;
+    if (k.current !== undefined && k.current.units === 0) {
+      // Spent: it goes back (with nothing to give) so that its ledger record goes too.
+      retire(k, k.current);
+      k.current = k.next;
+      k.next = undefined;
+    }
+    if (k.current === undefined) k.current = lease;
     else if (k.next === undefined) k.next = lease;
     else {
       // Two live leases already (an answer raced a refresh): this one goes back at once.
@@ -243,6 +244,11 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     const sentWall = clock();
     const pending = Promise.resolve(store.lease!(set, key, request, sentWall)).then(
       (result) => {
+        if (result[result.length - 1] === 0) {
+          // Answered by the deny cache, which sends nothing: the returns go with a later call.
+          if (returns.length > 0) k.returns.unshift(...returns);
+          return result;
+        }
         const rtt = Math.max(0, clock() - sentWall);
         k.rttMs = k.rttMs === 0 ? rtt : (k.rttMs + rtt) / 2;
         install(k, result, id, sentMono, sentWall);

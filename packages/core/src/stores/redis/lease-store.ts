@@ -52,8 +52,9 @@ function failure(name: string, error: unknown): FloodgateError {
 
 /**
  * One lease call: the deny cache first (a remembered denial answers with no round trip, and
- * returns nothing: the previous leases then go back with a later call or not at all), then
- * the lease script (EVALSHA, EVAL on NOSCRIPT unless the caller gave up).
+ * sends nothing: the caller keeps its returns for a later call), unless the call gives units
+ * back (they may admit this very request, and would be idle until then), then the lease script
+ * (EVALSHA, EVAL on NOSCRIPT unless the caller gave up).
  */
 export async function leaseCall(
   ctx: LeaseContext,
@@ -69,7 +70,7 @@ export async function leaseCall(
   const length = 1 + count * (FIELDS_PER_POLICY + 1) + 3;
   const cache = ctx.cache;
   const sentAt = ctx.ownsClock ? monotonic() : nowMs;
-  if (cache !== undefined && cache.size > 0 && request.cost > 0) {
+  if (cache !== undefined && cache.size > 0 && request.cost > 0 && !returns.some((r) => r.unspent > 0)) {
     const hit = cache.check(base, ctx.setId, request.cost, sentAt);
     if (hit !== undefined) {
       const padded = hit.slice();
