@@ -28,8 +28,10 @@ export type LeasingStore = RateLimitStore & { readonly [LEASED_DECIDER]?: (deps:
 export const LEASE_MARGIN_MS = 5;
 /** ...and a share of the lease's life for clock-rate drift (1%: ten times a 0.1%-slow clock). */
 export const LEASE_DRIFT = 0.01;
+/** The fewest units worth leasing: what an instance expects to spend in a lease's life. */
+const MIN_LEASE = 4;
 /** Most a lease request is multiplied by after leases that ran out early. */
-const MAX_MULTIPLIER = 16;
+const MAX_MULTIPLIER = 2;
 /** Keys with lease state one limiter keeps; the oldest is dropped first (its units stay charged). */
 const MAX_KEYS = 10_000;
 
@@ -108,6 +110,8 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   const count = set.policies.length;
   const figures = 1 + count * FIELDS_PER_POLICY;
   const minLifeMs = 2 * leaseMargin(lifeMs) + 1;
+  /** The longest a lease of this set can live: `lifeMs`, or a window's length if shorter. */
+  const horizonMs = set.policies.reduce((h, p) => (p.kind === "token-bucket" ? h : Math.min(h, p.windowMs)), lifeMs);
   const keys = new Map<string, KeyLeases>();
 
   const usable = (lease: Lease | undefined, cost: number): boolean =>
@@ -171,7 +175,11 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     }
     k.lastCallAt = now;
     k.servedSince = 0;
-    const base = k.rate < 0 ? cost : Math.ceil((k.rate * lifeMs) / 1000);
+    // No lease before a rate is measured, nor one this instance would spend fewer than MIN_LEASE
+    // units of in the longest life a lease can have (a window's length cuts it): on a key this
+    // instance sees only a few times per lease, leasing saves little and parks units.
+    if (k.rate < 0 || (k.rate * horizonMs) / 1000 < MIN_LEASE) return 0;
+    const base = Math.ceil((k.rate * lifeMs) / 1000);
     return Math.min(1e12, Math.max(cost, base) * k.multiplier);
   };
 
