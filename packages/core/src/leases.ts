@@ -29,7 +29,7 @@ export const LEASE_MARGIN_MS = 5;
 /** ...and a share of the lease's life for clock-rate drift (1%: ten times a 0.1%-slow clock). */
 export const LEASE_DRIFT = 0.01;
 /** The fewest units worth leasing: what an instance expects to spend in a lease's life. */
-const MIN_LEASE = 4;
+const MIN_LEASE = 2;
 /** Most a lease request is multiplied by after leases that ran out early. */
 const MAX_MULTIPLIER = 2;
 /** Keys with lease state one limiter keeps; the oldest is dropped first (its units stay charged). */
