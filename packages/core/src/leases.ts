@@ -284,14 +284,16 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   /**
    * Whether to ask for the next lease now, in the background: when what the lease can still serve
    * (its units, or its rate times the life it has left) would not last two more requests and a
-   * round trip. Any earlier, and the next lease's life would start while this one still serves,
+   * round trip (nor an eighth of the lease). Any earlier, and the next lease's life would start while this one still serves,
    * which costs store calls; any later, and a request waits for the store.
    */
   const dueForRefresh = (k: KeyLeases, lease: Lease, cost: number): boolean => {
     if (k.next !== undefined || k.inflight !== undefined) return false;
     if (k.rate <= 0) return lease.granted >= 4 && lease.units * 4 < lease.granted;
     const perMs = k.rate / 1000;
-    const threshold = 2 * cost + perMs * k.rttMs;
+    // Never more than an eighth of the lease: an instance that sees a key a few times per lease
+    // would otherwise refresh halfway through each one.
+    const threshold = Math.min(2 * cost + perMs * k.rttMs, lease.granted / 8);
     const left = lease.deadlineWall - clock();
     // A lease cut short by its window's end: a refresh would end there too, so it is worth a call
     // only with a good part of a lease's life to go (else the next window's first request asks).
