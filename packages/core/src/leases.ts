@@ -75,6 +75,9 @@ interface KeyLeases {
   multiplier: number;
   /** Units per second through this instance, smoothed; -1 until measured. */
   rate: number;
+  /** Units served and ms elapsed between store calls, each smoothed. */
+  servedAvg: number;
+  elapsedAvg: number;
   servedSince: number;
   lastCallAt: number;
   /** Store round trip, smoothed (ms); 0 until measured. */
@@ -154,6 +157,8 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
         inflight: undefined,
         multiplier: 1,
         rate: -1,
+        servedAvg: 0,
+        elapsedAvg: 0,
         servedSince: 0,
         lastCallAt: NaN,
         rttMs: 0,
@@ -170,8 +175,11 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     const now = clock();
     const elapsed = now - k.lastCallAt;
     if (elapsed > 0) {
-      const measured = (k.servedSince * 1000) / elapsed;
-      k.rate = k.rate < 0 ? measured : (k.rate + measured) / 2;
+      // Units over time, each smoothed: the ratio of the averages, not the average of the
+      // ratios, which one short gap between two requests would throw far off.
+      k.servedAvg = k.rate < 0 ? k.servedSince : (k.servedAvg + k.servedSince) / 2;
+      k.elapsedAvg = k.rate < 0 ? elapsed : (k.elapsedAvg + elapsed) / 2;
+      k.rate = (k.servedAvg * 1000) / k.elapsedAvg;
     }
     k.lastCallAt = now;
     k.servedSince = 0;
