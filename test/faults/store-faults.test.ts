@@ -13,9 +13,10 @@
  * lost after the command ran), and exactly those admissions when the state survives and there
  * are none. Asserted when the machine is quiet enough to measure them (event-loop lag p99 ≤
  * 100 ms before the fault; else said on stderr): during a stall or slow replies, the p99 from a
- * request's arrival to its decision ≤ timeoutMs + 10 ms + the lag's p99 over the same window, and
- * the clients' p99 ≤ that + the trivial handler's p99; every app decided by the store again ≤ 2 s
- * (+ the lag's p99) after the store returns.
+ * request's arrival to its decision ≤ timeoutMs + 10 ms + the lag's p99 over the same window;
+ * every app decided by the store again ≤ 2 s (+ the lag's p99) after the store returns. The
+ * clients' p99 is recorded (they share the test process with the rest of the run); the timing
+ * stage, test/timing/, asserts it with its clients in a process of their own.
  *
  * Figures go to stdout as `[faults] {...}` lines (docs/reliability.md quotes them).
  */
@@ -239,7 +240,8 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
     if (!timingMeasured) continue;
     expect(t.requests, `${label}: requests started during the fault`).toBeGreaterThan(100);
     expect(t.server.p99, `${label}: decision p99 ≤ timeoutMs + 10 ms + the event loop's p99 lag`).toBeLessThanOrEqual(t.server.bound);
-    expect(t.client.p99, `${label}: client p99 ≤ timeoutMs + 10 ms + the floor's p99 + the lag`).toBeLessThanOrEqual(t.client.bound);
+    // The clients' p99 is recorded, not asserted: here they share the test process with the rest
+    // of the run; test/timing/ asserts it with the clients in a process of their own.
   }
   for (const [store, ms] of Object.entries(timingMeasured ? recovery : {})) {
     expect(ms, `${store}: every app decided by the store again within 2 s (+ the loop's lag) of its return`).toBeLessThanOrEqual(

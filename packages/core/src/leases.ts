@@ -286,14 +286,19 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     return pending;
   };
 
-  const refresh = (k: KeyLeases, key: string, cost: number): Promise<void> =>
-    call(k, key, 0, wantOf(k, cost)).then(() => undefined, () => undefined);
+  /** A lease asked for in the background; none when no lease is worth asking for and nothing is to go back. */
+  const refresh = (k: KeyLeases, key: string, cost: number): Promise<void> | undefined => {
+    const want = wantOf(k, cost);
+    if (want === 0 && k.returns.length === 0) return undefined;
+    return call(k, key, 0, want).then(() => undefined, () => undefined);
+  };
 
   /**
    * Whether to ask for the next lease now, in the background: when what the lease can still serve
    * (its units, or its rate times the life it has left) would not last two more requests and a
-   * round trip (nor an eighth of the lease). Any earlier, and the next lease's life would start while this one still serves,
-   * which costs store calls; any later, and a request waits for the store.
+   * round trip (nor an eighth of the lease). Any earlier, and the next lease's life would start
+   * while this one still serves, which costs store calls; any later, and a request waits for the
+   * store.
    */
   const dueForRefresh = (k: KeyLeases, lease: Lease, cost: number): boolean => {
     if (k.next !== undefined || k.inflight !== undefined) return false;
@@ -338,7 +343,10 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   const spend = (key: string, k: KeyLeases, lease: Lease, cost: number): Decision => {
     lease.units -= cost;
     const decision = fromLease(k, lease, cost);
-    if (dueForRefresh(k, lease, cost)) deps.setPending(decision, refresh(k, key, cost));
+    if (dueForRefresh(k, lease, cost)) {
+      const refreshing = refresh(k, key, cost);
+      if (refreshing !== undefined) deps.setPending(decision, refreshing);
+    }
     return decision;
   };
 
