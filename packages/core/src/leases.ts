@@ -302,7 +302,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
    */
   const dueForRefresh = (k: KeyLeases, lease: Lease, cost: number): boolean => {
     if (k.next !== undefined || k.inflight !== undefined) return false;
-    if (k.rate <= 0) return lease.granted >= 4 && lease.units * 4 < lease.granted;
+    // A lease exists only once a rate above zero was measured (wantOf), and it stays above zero.
     const perMs = k.rate / 1000;
     // Never more than an eighth of the lease: an instance that sees a key a few times per lease
     // would otherwise refresh halfway through each one.
