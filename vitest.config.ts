@@ -10,6 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^@floodgate\/core$/, replacement: source("core") },
       { find: /^@floodgate\/core\/http$/, replacement: source("core", "http/index.ts") },
+      { find: /^@floodgate\/core\/store$/, replacement: source("core", "stores/index.ts") },
       { find: /^@floodgate\/hono$/, replacement: source("hono") },
       { find: /^@floodgate\/express$/, replacement: source("express") },
       { find: /^@floodgate\/koa$/, replacement: source("koa") },

@@ -2,9 +2,10 @@
 // Fails when the architecture's direction is broken:
 // - packages/core imports no `node:*` module, no Node built-in and no framework (it must run on
 //   Node, Deno, Bun, workerd and in a browser);
-// - an adapter imports nothing of core but its entry for adapter authors, `@floodgate/core/http`
-//   (not the application entry `@floodgate/core`, no deep imports, no relative paths out of its
-//   own package), and core never imports an adapter;
+// - an adapter or a store package imports nothing of core but its entries for their authors,
+//   `@floodgate/core/http` and `@floodgate/core/store` (not the application entry
+//   `@floodgate/core`, no deep imports, no relative paths out of its own package), and core never
+//   imports another Floodgate package;
 // - a standalone tool (upstash-local) imports no Floodgate package at all;
 // - every package imports only Node built-ins, its own files and what its package.json declares
 //   in `dependencies` or `peerDependencies` (so its tarball works once installed).
@@ -13,7 +14,7 @@ import { builtinModules } from "node:module";
 import { join, relative, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "..");
-const ADAPTER_ENTRY = "@floodgate/core/http";
+const AUTHOR_ENTRIES = ["@floodgate/core/http", "@floodgate/core/store"];
 const FRAMEWORKS = ["hono", "express", "koa", "@koa/router", "@hono/node-server"];
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 /** Packages that stand alone: they speak to users' apps, not through core. */
@@ -77,8 +78,8 @@ for (const pkg of packages) {
       } else if (STANDALONE.has(pkg)) {
         if (spec.startsWith("@floodgate/")) problems.push(`${where}: ${pkg} stands alone and imports no Floodgate package`);
       } else {
-        if ((spec === "@floodgate/core" || spec.startsWith("@floodgate/core/")) && spec !== ADAPTER_ENTRY) {
-          problems.push(`${where}: an adapter imports core only through "${ADAPTER_ENTRY}", the entry for adapter authors`);
+        if ((spec === "@floodgate/core" || spec.startsWith("@floodgate/core/")) && !AUTHOR_ENTRIES.includes(spec)) {
+          problems.push(`${where}: a package imports core only through ${AUTHOR_ENTRIES.join(" or ")}, the entries for its authors`);
         }
         if (spec.startsWith(".") && !resolve(file, "..", spec).startsWith(join(root, "packages", pkg))) {
           problems.push(`${where}: adapters may not reach outside their package`);

@@ -1,0 +1,34 @@
+/**
+ * For authors of stores: the one contract between a rate limiter and where its state lives, and
+ * what a store needs to keep it. A store implements {@link RateLimitStore}; a store on a database
+ * that cannot run code beside its data builds each operation on {@link evaluateState} (read, decide,
+ * write if unchanged). Applications import `@floodgate/core` and a store instead.
+ * docs/writing-a-store.md walks through a complete store.
+ *
+ * @module @floodgate/core/store
+ */
+export { FloodgateError, type FloodgateErrorCode } from "../errors.ts";
+export type { Policy, PolicyKind } from "../policies.ts";
+export {
+  answeredLocally,
+  type CallSignal,
+  isThenable,
+  type LeaseRequest,
+  type LeaseReturn,
+  type LocalStoreResult,
+  type MaybePromise,
+  type PolicySet,
+  type RateLimitStore,
+  sourceOf,
+  type StoreResult,
+  type StoreSource,
+} from "./store.ts";
+export {
+  type EvaluateMode,
+  evaluateState,
+  type KeyState,
+  MAX_RESERVATIONS_PER_KEY,
+  type ReservationArgs,
+  type StateEvaluation,
+} from "./state.ts";
+export { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
