@@ -2,6 +2,7 @@ import { describeValue, FloodgateError } from "../errors.ts";
 import type { HttpRateLimitOptions, RequestAccess } from "./options.ts";
 import { createHttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
 import type { RateLimitInfo, RateLimitResult } from "./result.ts";
+import { HANDLER_THREW, setHeaders } from "./node-response.ts";
 import { handOffPending } from "./wait-until.ts";
 
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
@@ -68,7 +69,7 @@ function runtimeClientIp(request: Request, ...rest: unknown[]): string | undefin
  * an inner limiter's, wins, as it does on Node's responses (the middlewares write theirs before
  * the handler runs).
  */
-function withHeaders(response: Response, headers: readonly string[]): Response {
+export function withHeaders(response: Response, headers: readonly string[]): Response {
   let target = response;
   for (let i = 0; i < headers.length; i += 2) {
     if (target.headers.has(headers[i]!)) continue;
@@ -89,7 +90,11 @@ function withHeaders(response: Response, headers: readonly string[]): Response {
  * failed on the way (0: the client disconnected early), as Node's `close` before `finish` does.
  * Returns the response to send: `response`, or a copy whose body is watched.
  */
-export function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
+export function settleAfterBody(
+  result: Pick<RateLimitResult, "settle">,
+  response: Response,
+  signal: AbortSignal | undefined,
+): Response {
   const body = response.body;
   if (signal?.aborted || body === null) {
     result.settle(signal?.aborted ? 0 : response.status, response);
@@ -123,11 +128,11 @@ export function settleAfterBody(result: RateLimitResult, response: Response, sig
 
 /** The limited response as a fetch `Response`. */
 export function toFetchResponse(result: RateLimitResult): Response {
-  const denied = result.response!;
+  const limited = result.response!;
   const headers = new Headers();
   // `set`: a custom handler's header replaces Floodgate's own of that name, as on Node's responses.
-  for (let i = 0; i < denied.headers.length; i += 2) headers.set(denied.headers[i]!, denied.headers[i + 1]!);
-  return new Response(denied.body, { status: denied.status, headers });
+  setHeaders(limited.headers, (name, value) => headers.set(name, value));
+  return new Response(limited.body, { status: limited.status, headers });
 }
 
 /**
@@ -171,7 +176,7 @@ export function withRateLimit<Rest extends unknown[]>(
     try {
       response = await handler(request, ...args);
     } catch (error) {
-      result.settle(500);
+      result.settle(HANDLER_THREW);
       throw error;
     }
     // A client that went away before the response was sent counts as failed (status 0), as on Node's `close`.

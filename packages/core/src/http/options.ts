@@ -29,7 +29,7 @@ import { type ProxyHeader, type TrustProxy, trustProxySpec } from "./client-ip.t
 import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
 import type { RateLimitInfo } from "./result.ts";
-import type { CircuitBreakerOptions, StoreErrorAction } from "./store-guard.ts";
+import type { CircuitBreakerOptions, StoreErrorAction } from "./store-errors.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
 export type MaybePromise<T> = T | Promise<T>;
