@@ -96,7 +96,8 @@ async function expressRoute(req: ExpressRequest, res: ExpressResponse, next: Nex
       return;
     }
     for await (const chunk of chunks(plan, info)) {
-      if (res.destroyed) return;
+      // The client has gone: the handler stops, and says so by destroying the response.
+      if (res.destroyed) return void res.destroy();
       res.write(chunk);
     }
     res.end();

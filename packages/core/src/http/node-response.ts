@@ -18,6 +18,7 @@ export interface NodeResponseLike {
 /** The methods of Node's `ServerResponse` that end it, for {@link NodeExchange.followResponse}. */
 export interface NodeEndable {
   readonly writableEnded: boolean;
+  once(event: "unpipe", listener: () => void): unknown;
   // deno-lint-ignore no-explicit-any
   end: (...args: any[]) => any;
   // deno-lint-ignore no-explicit-any
@@ -131,18 +132,25 @@ export class NodeExchange {
   /**
    * For a framework that runs no code of the middleware after the handler (Express): the
    * handler's end is when it ends the response (`res.end()`, and so `send`, `json`, an error
-   * handler's answer) or destroys it (`stream.pipeline` does when the client has gone). `threw`
-   * tells whether its error went to the framework's error handling.
+   * handler's answer), destroys it (`stream.pipeline` does when the client has gone), or a stream
+   * piped into it stops. A handler that notices its client has gone and returns without any of
+   * these holds its unit until the policy's `timeout`. `threw` tells whether its error went to the
+   * framework's error handling.
    */
   followResponse(res: NodeEndable, threw: () => boolean): void {
     if (this.#result?.holds !== true) return;
     if (res.writableEnded) return this.handlerEnded(threw());
     const { end, destroy } = res;
+    let done = false;
     const ended = (): void => {
+      if (done) return;
+      done = true;
       res.end = end;
       res.destroy = destroy;
       this.handlerEnded(threw());
     };
+    // `source.pipe(res)` stops when the client has gone, ending nothing: its work is over then.
+    res.once("unpipe", ended);
     res.end = function (this: unknown, ...args: unknown[]) {
       ended();
       return end.apply(this, args);
