@@ -18,7 +18,7 @@ export interface NodeResponseLike {
 /** The methods of Node's `ServerResponse` that end it, for {@link NodeExchange.followResponse}. */
 export interface NodeEndable {
   readonly writableEnded: boolean;
-  once(event: "unpipe", listener: () => void): unknown;
+  once(event: "unpipe" | "close", listener: () => void): unknown;
   // deno-lint-ignore no-explicit-any
   end: (...args: any[]) => any;
   // deno-lint-ignore no-explicit-any
@@ -151,6 +151,8 @@ export class NodeExchange {
     };
     // `source.pipe(res)` stops when the client has gone, ending nothing: its work is over then.
     res.once("unpipe", ended);
+    // An error passed on after the headers were sent: the framework destroys the socket, not the response.
+    res.once("close", () => threw() && ended());
     res.end = function (this: unknown, ...args: unknown[]) {
       ended();
       return end.apply(this, args);
