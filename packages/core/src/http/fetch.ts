@@ -8,8 +8,12 @@ import { handOffPending } from "./wait-until.ts";
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
 export type FetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Response | Promise<Response>;
 
-/** What {@link withRateLimit} returns: the handler's signature, always answering with a promise. */
-export type RateLimitedFetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Promise<Response>;
+/**
+ * What {@link withRateLimit} returns: the handler's signature, always answering with a promise.
+ * It takes whatever else the runtime passes too (a Worker's `env` and `ctx`), which it passes on
+ * and hands to the platform's `waitUntil`, whether or not the handler declares them.
+ */
+export type RateLimitedFetchHandler<Rest extends unknown[]> = (request: Request, ...rest: [...Rest, ...unknown[]]) => Promise<Response>;
 
 /** The decision of each request `withRateLimit` passed on, for {@link getRateLimit}. */
 const DECISIONS = new WeakMap<Request, RateLimitInfo>();
@@ -164,7 +168,8 @@ export function withRateLimit<Rest extends unknown[]>(
   }
   const limiter = createHttpRateLimiter(options as HttpRateLimitOptions<Request>, FETCH_ACCESS, "getClientIp");
   const getClientIp = options.getClientIp ?? runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined;
-  return withHandle(async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
+  return withHandle(async function rateLimitedFetch(request: Request, ...passed: [...Rest, ...unknown[]]): Promise<Response> {
+    const args = passed as unknown as Rest;
     const result = await limiter.decideRequest(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);
     // What is left after the response, to the platform's waitUntil: Workers' ctx (the third
