@@ -71,6 +71,8 @@ export class NodeExchange {
     res.once("close", () => {
       this.#closed = true;
       this.#status = res.writableFinished === false ? 0 : res.statusCode;
+      // The last report before the response ended is what counts, even while the handler still runs.
+      this.#result?.endReports();
       this.#settle();
     });
   }

@@ -193,6 +193,14 @@ export class RateLimitResult {
   }
 
   /**
+   * Closes the handler's reports: what it reports after this (its client has gone and the
+   * response is over, though the handler may still run) does not change the settlement.
+   */
+  endReports(): void {
+    if (this.info instanceof RequestRateLimitInfo) this.info.takeReport();
+  }
+
+  /**
    * Settles a request whose handler never ran because its client was gone by the time it was
    * decided: as a disconnect (status 0), except that a cost settled later settles 0 units (the
    * handler used nothing). Gives a concurrency unit back at once.
