@@ -1,5 +1,5 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import { DURATION_ACCEPTED, durationMs } from "../duration.ts";
+import { durationMs } from "../duration.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
 import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
