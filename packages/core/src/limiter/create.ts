@@ -7,7 +7,7 @@ import { memoryStore } from "../stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "../stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "../duration.ts";
 import { MAX_BLOCK_MS } from "../algorithms/window-options.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import type { HeldReservation, MaybePromise, PolicySet, RateLimitStore, StoreResult } from "../stores/store.ts";
 import { parseOptions } from "../validation.ts";
 import { nextId } from "../stores/ids.ts";

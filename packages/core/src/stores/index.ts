@@ -8,7 +8,7 @@
  * @module @floodgate/core/store
  */
 export { FloodgateError, type FloodgateErrorCode } from "../errors.ts";
-export type { Policy, PolicyKind } from "../policies.ts";
+export type { Policy, PolicyKind } from "../policy.ts";
 export {
   answeredLocally,
   type CallSignal,
