@@ -33,3 +33,4 @@ export {
   type StateEvaluation,
 } from "./state/types.ts";
 export { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
+export { type DenyCachedStore, type DenyCacheOptions, withDenyCache } from "./deny-cache/deny-cache-store.ts";
