@@ -2,6 +2,7 @@ import type { Policy } from "../policies.ts";
 import {
   type Algorithm,
   type AlgorithmDefinition,
+  type AlgorithmTraits,
   ceilMs,
   type LuaAlgorithm,
   NEVER,
@@ -9,6 +10,9 @@ import {
   settleFragment,
 } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
+
+/** Never leased: it writes an entry per unit anyway, so a lease would save no write. */
+const SLIDING_LOG_TRAITS: AlgorithmTraits = { lease: undefined, holdsUnits: false, cachesDenials: true };
 
 /**
  * Sliding log: one µs timestamp per admitted cost unit, oldest first, kept in a ring so that
@@ -18,8 +22,7 @@ import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-
  * never beyond the limit, only when an admission does not fit.
  */
 export const SLIDING_LOG: Algorithm = {
-  // Never leased: it writes an entry per unit anyway, so a lease would save no write.
-  traits: { lease: undefined, holdsUnits: false, cachesDenials: true },
+  traits: SLIDING_LOG_TRAITS,
   width: 3,
   keepsLog: true,
   apply(p, s, o, log, now, cost, out, i, charge) {
@@ -280,7 +283,7 @@ end
 };
 
 export const SLIDING_LOG_DEFINITION: AlgorithmDefinition<"sliding-log"> = {
-  traits: SLIDING_LOG.traits,
+  traits: SLIDING_LOG_TRAITS,
   kind: "sliding-log",
   factoryName: "slidingLog",
   lua: SLIDING_LOG_LUA,

@@ -99,6 +99,7 @@ export function denyCached(store: RateLimitStore, maxKeys: number): DenyCachedSt
 class DenyCacheStore implements DenyCachedStore {
   readonly name: string;
   readonly ownsClock: boolean;
+  readonly synchronous?: boolean;
   readonly inner: RateLimitStore;
   readonly #cache: DenyCache;
   readonly #sets = new WeakMap<PolicySet, Prepared>();
@@ -108,6 +109,8 @@ class DenyCacheStore implements DenyCachedStore {
     this.inner = inner;
     this.name = inner.name;
     this.ownsClock = inner.ownsClock === true;
+    // The wrapper adds no waiting: a store that answers synchronously still does.
+    if (inner.synchronous === true) this.synchronous = true;
     this.#cache = new DenyCache(maxKeys);
   }
 

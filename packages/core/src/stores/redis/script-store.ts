@@ -8,7 +8,7 @@ import { baseKey, keysOf } from "./keys.ts";
 import { leaseCall } from "./lease-store.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
 import { abandoned, isNoScript, isResult, storeError, unexpectedReply } from "./replies.ts";
-import { ledgerKey, reservationScripts } from "./reservations.ts";
+import { ledgerKey, reservationScripts } from "./reservation-lua.ts";
 
 export { baseKey } from "./keys.ts";
 
