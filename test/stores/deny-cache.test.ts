@@ -3,7 +3,7 @@
  * cache of its own, wrapped in `withDenyCache` from the store authors' entry.
  */
 import { describe, expect, it } from "vitest";
-import { concurrency, createRateLimiter, type Decision, fixedWindow, tokenBucket } from "../../packages/core/src/index.ts";
+import { concurrency, createRateLimiter, type Decision, fixedWindow, memoryStore, tokenBucket } from "../../packages/core/src/index.ts";
 import { FloodgateError, type PolicySet, type RateLimitStore, withDenyCache } from "../../packages/core/src/stores/index.ts";
 import { KINDS } from "../support/kinds.ts";
 import { type CompareAndSetKV, kvStore, VersionedMap } from "./kv-store.ts";
@@ -224,6 +224,9 @@ describe("withDenyCache over a store without a cache of its own", () => {
     expect(() => createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1h", block: "1h" }), store: wrapped })).toThrow(/no `block`/);
     const full = withDenyCache(kvStore(new VersionedMap()));
     for (const op of ["reserve", "settle", "lease", "penalty", "block", "unblock"] as const) expect(typeof full[op]).toBe("function");
+    // A store answering synchronously still does through the wrapper (the limiter then puts no deadline around it).
+    expect(full.synchronous).toBeUndefined();
+    expect(withDenyCache(memoryStore()).synchronous).toBe(true);
   });
 
   it("refuses what is not a store, and a bad maxKeys, with a FloodgateError naming what is accepted", () => {
