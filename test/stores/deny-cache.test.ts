@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 import { concurrency, createRateLimiter, type Decision, fixedWindow, memoryStore, tokenBucket } from "../../packages/core/src/index.ts";
 import { FloodgateError, type PolicySet, type RateLimitStore, withDenyCache } from "../../packages/core/src/stores/index.ts";
 import { KINDS } from "../support/kinds.ts";
-import { type CompareAndSetKV, kvStore, VersionedMap } from "./kv-store.ts";
+import { type CompareAndSetKV, kvStore } from "../../examples/custom-store/kv-store.ts";
+import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { hourly, storeContract, uniquePrefix } from "./store-contract.ts";
 
 const T0 = 1_700_000_000_000;
@@ -29,10 +30,11 @@ function countingKV(): CompareAndSetKV & { reads: number } {
 /** What a decision says, whoever answered it. */
 const figures = (d: Decision) => ({ allowed: d.allowed, remaining: d.remaining, resetAt: d.resetAt, retryAfterMs: d.retryAfterMs });
 
-storeContract("kvStore in withDenyCache", async () => ({
-  store: () => withDenyCache(kvStore(new VersionedMap())),
-  close: async () => undefined,
-}));
+// One database for every store instance the suite makes (its racing clients share it), each in a cache of its own.
+storeContract("kvStore in withDenyCache", async () => {
+  const db = new VersionedMap();
+  return { store: () => withDenyCache(kvStore(db)), close: async () => undefined };
+});
 
 describe("withDenyCache over a store without a cache of its own", () => {
   it("answers a known denial with no store call, counting its wait down, as the store would answer it", async () => {

@@ -1,6 +1,6 @@
 import { type Duration, DURATION_ACCEPTED, durationMs } from "../duration.ts";
 import { FloodgateError } from "../errors.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import { type OptionSpecs, parseOptions } from "../validation.ts";
 import { ALGORITHM, type Algorithm, type AlgorithmDefinition, type AlgorithmTraits, type LuaAlgorithm } from "./algorithm.ts";
 import { refundLog, removeEntries, SLIDING_LOG, SLIDING_LOG_LUA } from "./sliding-log.ts";

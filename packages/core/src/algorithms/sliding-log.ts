@@ -1,4 +1,4 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import {
   type Algorithm,
   type AlgorithmDefinition,
@@ -157,7 +157,7 @@ export function removeEntries(p: Policy, s: Float64Array, o: number, entries: nu
 /**
  * Smallest capacity of a grown ring: the first push into an empty array makes V8 reserve 17 slots
  * anyway, so growing to 16 at once costs no memory and spares a key with a handful of entries a
- * growth per admission (a growth rotates and pushes: ~1,000 instructions).
+ * growth per admission (a growth rotates and pushes).
  */
 const GROWN_RING = 16;
 

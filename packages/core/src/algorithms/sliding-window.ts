@@ -1,4 +1,4 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import {
   type Algorithm,
   type AlgorithmDefinition,

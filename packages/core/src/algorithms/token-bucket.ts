@@ -1,5 +1,5 @@
 import { FloodgateError } from "../errors.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import { type OptionSpecs, parseOptions } from "../validation.ts";
 import {
   ALGORITHM,

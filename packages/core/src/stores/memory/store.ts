@@ -1,6 +1,6 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { blockFor, overrideBlocked, penalize } from "../block.ts";
-import type { Policy } from "../../policies.ts";
+import type { Policy } from "../../policy.ts";
 import type { HeldReservation, PolicySet, StoreResult } from "../store.ts";
 import { nextSerial } from "../ids.ts";
 import { Ledger, LedgerRecord } from "./ledger.ts";
