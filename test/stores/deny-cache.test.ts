@@ -234,6 +234,9 @@ describe("withDenyCache over a store without a cache of its own", () => {
   it("refuses what is not a store, and a bad maxKeys, with a FloodgateError naming what is accepted", () => {
     expect(() => withDenyCache(null as unknown as RateLimitStore)).toThrow(FloodgateError);
     expect(() => withDenyCache({} as RateLimitStore)).toThrow(/expected a store/);
+    expect(() => withDenyCache({ name: "half", consume: () => [1, 1, 0, 0, 0] } as unknown as RateLimitStore)).toThrow(
+      /consume, peek, refund and reset/,
+    );
     expect(() => withDenyCache(kvStore(new VersionedMap()), { maxKeys: 0 })).toThrow(/maxKeys.*a whole number from 1 to 10000000/);
   });
 });

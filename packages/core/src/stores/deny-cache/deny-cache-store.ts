@@ -1,6 +1,6 @@
 import { FIELDS_PER_POLICY, traitsOf } from "../../algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "../../errors.ts";
-import { type OptionSpecs, parseOptions, whole } from "../../validation.ts";
+import { hasMethods, type OptionSpecs, parseOptions, whole } from "../../validation.ts";
 import {
   answeredLocally,
   type CallSignal,
@@ -41,6 +41,8 @@ interface Prepared {
   readonly cacheable: boolean;
 }
 
+const isStore = /* @__PURE__ */ hasMethods("consume", "peek", "refund", "reset");
+
 const OPTIONAL = ["reserve", "settle", "lease", "penalty", "block", "unblock"] as const;
 
 const OPTIONS: OptionSpecs = {
@@ -77,7 +79,7 @@ const idOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
  */
 export function withDenyCache(store: RateLimitStore, options: DenyCacheOptions = {}): DenyCachedStore {
   const o = parseOptions<DenyCacheOptions>(options, "withDenyCache()", OPTIONS);
-  if (typeof store !== "object" || store === null || typeof store.consume !== "function") {
+  if (!isStore(store)) {
     throw new FloodgateError(
       "INVALID_ARGUMENT",
       `withDenyCache(): received ${describeValue(store)} as the store; expected a store (an object with consume, peek, refund and reset).`,
