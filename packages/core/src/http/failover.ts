@@ -1,6 +1,6 @@
 import { FloodgateError } from "../errors.ts";
-import { type Charge, createRateLimiter, type Decision, type RateLimiter } from "../limiter.ts";
-import type { Reservation } from "../reservations.ts";
+import { type Charge, createRateLimiter, type Decision, type RateLimiter } from "../limiter/index.ts";
+import type { Reservation } from "../limiter/index.ts";
 import { memoryStore } from "../stores/memory-store.ts";
 import { isResilientStore, type ResilientStore, toStoreError } from "../stores/resilient-store.ts";
 import { isThenable } from "../stores/store.ts";

@@ -1,6 +1,6 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import type { Decision, RateLimiter } from "../limiter.ts";
-import type { Policy } from "../policies.ts";
+import type { Decision, RateLimiter } from "../limiter/index.ts";
+import type { Policy } from "../policy.ts";
 import { fitKey } from "./keys.ts";
 import { WHERE } from "./options.ts";
 import type { CompiledRule, RuleLimiter, RuleSet } from "./rules.ts";

@@ -1,5 +1,5 @@
-import type { Decision } from "../limiter.ts";
-import type { Policy } from "../policies.ts";
+import type { Decision } from "../limiter/index.ts";
+import type { Policy } from "../policy.ts";
 import { holdsInFlight } from "./in-flight.ts";
 
 // Every header and parameter name Floodgate writes, in one place: the IETF draft is still moving

@@ -1,7 +1,6 @@
 import type { FloodgateError } from "../errors.ts";
-import type { Decision } from "../limiter.ts";
-import type { Reservation } from "../reservations.ts";
-import { isMemoryStore } from "../stores/memory-store.ts";
+import type { Decision } from "../limiter/index.ts";
+import type { Reservation } from "../limiter/index.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions } from "../stores/resilient-store.ts";
 import type { RateLimitStore, StoreSource } from "../stores/store.ts";
 import type { HookCaller } from "./hooks.ts";
@@ -79,13 +78,13 @@ export type ResilienceOptions = Pick<ResilientStoreOptions, "timeoutMs" | "circu
 /**
  * The stores one middleware's rules count in, each behind one resilient wrapper with the
  * middleware's options, shared by the rules on it (one breaker and in-flight bound per store).
- * The memory store answers synchronously and is used as it is; a store the app wrapped itself
+ * A store that answers synchronously (memory) is used as it is; a store the app wrapped itself
  * keeps its wrapper.
  */
 export function resilientStores(options: ResilienceOptions): (store: RateLimitStore) => RateLimitStore {
   const wrapped = new Map<RateLimitStore, RateLimitStore>();
   return (bare) => {
-    if (isMemoryStore(bare) || isResilientStore(bare)) return bare;
+    if (bare.synchronous === true || isResilientStore(bare)) return bare;
     let store = wrapped.get(bare);
     if (store === undefined) wrapped.set(bare, store = resilientStore(bare, options));
     return store;

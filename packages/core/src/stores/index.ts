@@ -8,7 +8,7 @@
  * @module @floodgate/core/store
  */
 export { FloodgateError, type FloodgateErrorCode } from "../errors.ts";
-export type { Policy, PolicyKind } from "../policies.ts";
+export type { Policy, PolicyKind } from "../policy.ts";
 export {
   answeredLocally,
   type CallSignal,
@@ -23,12 +23,25 @@ export {
   type StoreResult,
   type StoreSource,
 } from "./store.ts";
+export { evaluateState } from "./state/evaluate.ts";
 export {
   type EvaluateMode,
-  evaluateState,
   type KeyState,
+  LEASE_RECORD_GRACE_MS,
   MAX_RESERVATIONS_PER_KEY,
   type ReservationArgs,
   type StateEvaluation,
-} from "./state.ts";
-export { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
+} from "./state/types.ts";
+export {
+  type AlgorithmDefinition,
+  type AlgorithmDocs,
+  type AlgorithmTraits,
+  FIELDS_PER_POLICY,
+  type LeaseTraits,
+  type LuaAlgorithm,
+  type LuaFragments,
+  NEVER,
+  traitsOf,
+} from "../algorithms/algorithm.ts";
+export { ALGORITHMS, POLICY_KINDS } from "../algorithms/registry.ts";
+export { type DenyCachedStore, type DenyCacheOptions, withDenyCache } from "./deny-cache/deny-cache-store.ts";
