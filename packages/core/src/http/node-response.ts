@@ -17,10 +17,14 @@ export interface NodeResponseLike {
 
 /** The methods of Node's `ServerResponse` that end it, for {@link NodeExchange.followResponse}. */
 export interface NodeEndable {
+  /** `true` once `end()` has been called. */
   readonly writableEnded: boolean;
+  /** Calls `listener` once on `unpipe` (a piped stream stopped) or `close`. */
   once(event: "unpipe" | "close", listener: () => void): unknown;
+  /** Ends the response. */
   // deno-lint-ignore no-explicit-any
   end: (...args: any[]) => any;
+  /** Destroys the response. */
   // deno-lint-ignore no-explicit-any
   destroy: (...args: any[]) => any;
 }
@@ -67,7 +71,12 @@ export class NodeExchange {
   #bodyFailed = false;
   #result: RateLimitResult | undefined;
 
-  constructor(readonly res: NodeResponseLike) {
+  /** The response whose close is watched. */
+  readonly res: NodeResponseLike;
+
+  /** Registers `res`'s close listener at once: make it before the decision. */
+  constructor(res: NodeResponseLike) {
+    this.res = res;
     res.once("close", () => {
       this.#closed = true;
       this.#status = res.writableFinished === false ? 0 : res.statusCode;
