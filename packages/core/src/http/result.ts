@@ -1,47 +1,14 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import type { Charge, Decision, PolicyDecision } from "../limiter/index.ts";
-import type { RateLimitRequest, RequestAccess } from "./options.ts";
+import type { RateLimitRequest, RequestAccess } from "./request.ts";
+import type { RateLimitInfo } from "./info.ts";
+import { RESOLVED } from "../resolved.ts";
 import type { ReportedFigures } from "./headers.ts";
-import type { PreparedResponse } from "./response.ts";
+import type { PreparedResponse } from "./info.ts";
 import type { DecisionSource, StoreOutcome } from "./store-errors.ts";
 
-/**
- * What Floodgate decided for one request, exposed to hooks and as `c.get("rateLimit")` etc.: the
- * limiter's figures (a `limit` of 0 when no limiter decided: the store-error policy did) and where
- * they came from.
- */
-export interface RateLimitInfo extends Omit<Decision, "source"> {
-  /** The key counted (with the rule's own namespace in the store). */
-  readonly key: string;
-  /** The matched rule's pattern, or `"default"`. */
-  readonly rule: string;
-  /** The units this request was charged (or would have been, when denied): the rule's `cost`, default 1. */
-  readonly cost: number;
-  /** Where the decision came from: the store's backend or its deny cache, the local fallback limiter, or the store-error policy. */
-  readonly source: DecisionSource;
-  /** The store failure behind a `fallback`, `allow` or `deny` decision. */
-  readonly storeError: FloodgateError | undefined;
-  /** The limiter's decision (`undefined` for `allow`/`deny` after a store failure). */
-  readonly decision: Decision | undefined;
-  /**
-   * Everything Floodgate still does for this request after the response: the settlement of a
-   * cost settled later, the release of a concurrency unit, a `skipSuccessfulRequests` refund, a
-   * hook's promise. Resolves when all of it is done; never rejects (a failure goes to
-   * `onStoreError` or the logger). Already resolved when there is nothing to wait for. The Hono
-   * middleware and `withRateLimit` hand it to the platform's `waitUntil` themselves.
-   */
-  readonly pending: Promise<void>;
-  /**
-   * Reports the units this request has used so far (a whole number >= 0, replacing an earlier
-   * report), for a rule whose `cost` is `{ estimate, actual? }`: what is settled when the
-   * response ends without an `actual` answer, or is aborted. Ignored for other rules and once
-   * the request is settled.
-   */
-  report(units: number): void;
-}
-
-/** The `pending` of a request with nothing left to do. */
-export const RESOLVED: Promise<void> = /* @__PURE__ */ Promise.resolve();
+export { RESOLVED } from "../resolved.ts";
+export type { RateLimitInfo } from "./info.ts";
 const ignore = (): void => {};
 
 /** {@link RateLimitInfo} of one request: the figures copied from the decision once, for hooks and handlers to read. */

@@ -2,8 +2,9 @@ import type { FloodgateError } from "../errors.ts";
 import type { Decision } from "../limiter/index.ts";
 import type { Reservation } from "../limiter/index.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions } from "../stores/resilient-store.ts";
-import type { RateLimitStore, StoreSource } from "../stores/store.ts";
+import type { RateLimitStore } from "../stores/store.ts";
 import type { HookCaller } from "./hooks.ts";
+import type { DecisionSource, StoreErrorAction } from "./info.ts";
 import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
 
 // Store errors in the HTTP layer: what a failed store call becomes for a request (the local
@@ -11,19 +12,12 @@ import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
 // middleware puts around its remote stores (the deadline, the circuit breaker and the bound on
 // calls in flight are the resilient store's, stores/resilient-store.ts).
 
-/** What to do when the store fails, times out, or its circuit is open. */
-export type StoreErrorAction = "allow" | "deny" | "fallback";
+export type { StoreErrorAction } from "./info.ts";
 
 export type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
 export { errorText, toStoreError } from "../stores/resilient-store.ts";
 
-/**
- * Where a request's decision came from: the store (`"store"`: its backend; `"cache"`: its local
- * deny cache, see {@link StoreSource}), this instance's lease (`"lease"`, leased mode), the local
- * fallback limiter, the store-error policy (`"allow"`, `"deny"`), or the `denyList` (refused
- * before anything was counted).
- */
-export type DecisionSource = StoreSource | "lease" | "fallback" | "allow" | "deny" | "denyList";
+export type { DecisionSource } from "./info.ts";
 
 /** A store call's outcome, whichever way it went. */
 export interface StoreOutcome {
