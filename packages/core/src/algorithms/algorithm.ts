@@ -96,6 +96,12 @@ export interface LuaFragments {
   readonly commit: string;
   readonly refund: string;
   readonly settle: string;
+  /**
+   * The lease script's decision of a request (`req` units, spent now) plus a lease (`g` units, to
+   * be spent until `wend`, µs), when it differs from `eval` with `cost = req + g`: see the token
+   * bucket's.
+   */
+  readonly grant?: string;
 }
 
 /** The Redis side of an algorithm. */
