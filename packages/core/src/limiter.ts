@@ -428,7 +428,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       try {
         checkKey(key);
         const estimate = options?.estimate === undefined ? 1 : checkEstimate(options.estimate);
-        const ttlMs = options?.ttl === undefined ? defaultTtlMs : checkTtl(options.ttl);
+        const ttlMs = options?.ttl === undefined ? defaultTtlMs : checkTtl(options.ttl, policies);
         if (store.reserve === undefined || store.settle === undefined) {
           throw new FloodgateError(
             "INVALID_ARGUMENT",
@@ -536,7 +536,7 @@ function checkEstimate(estimate: unknown): number {
   return estimate;
 }
 
-function checkTtl(ttl: unknown): number {
+function checkTtl(ttl: unknown, policies: readonly Policy[]): number {
   const ms = durationMs(ttl);
   if (ms === undefined || ms > MAX_RESERVATION_TTL_MS) {
     throw new FloodgateError(
@@ -544,6 +544,20 @@ function checkTtl(ttl: unknown): number {
       `Invalid reservation ttl: received ${
         describeValue(ttl)
       }; expected a duration from 1 ms to one day: a whole number of milliseconds, or a string like "30s", "10m", "1h".`,
+    );
+  }
+  // Past its ttl a reservation can no longer be settled, so its concurrency unit would stay held
+  // until the timeout: refused rather than raised, so that what the caller asked is what happens.
+  const holding = policies.reduce<Policy | undefined>(
+    (h, p) => (p.kind === "concurrency" && p.windowMs > (h?.windowMs ?? 0) ? p : h),
+    undefined,
+  );
+  if (holding !== undefined && ms < holding.windowMs) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid reservation ttl: received ${
+        describeValue(ttl)
+      } (${ms} ms), shorter than the timeout of concurrency policy "${holding.name}" (${holding.windowMs} ms): a reservation that can no longer be settled would hold its unit until that timeout. Use a ttl of at least ${holding.windowMs} ms, leave it out (the default is the longest concurrency timeout, at least ten minutes), or shorten the policy's \`timeout\`.`,
     );
   }
   return ms;
