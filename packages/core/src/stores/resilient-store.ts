@@ -1,7 +1,9 @@
 import { describeValue, FloodgateError } from "../errors.ts";
+import { errorText, isCallersError, toStoreError, unsupported } from "./resilience/store-errors.ts";
 import { parseOptions } from "../validation.ts";
 import { Breaker, PROBE } from "./resilience/breaker.ts";
 import { LateAnswers } from "./resilience/late-answers.ts";
+import { StoreLog } from "./resilience/store-log.ts";
 import {
   DEFAULT_COOLDOWN_MS,
   DEFAULT_FAILURES,
@@ -25,6 +27,7 @@ import {
   type StoreResult,
 } from "./store.ts";
 
+export { errorText, toStoreError };
 export type {
   CircuitBreakerOptions,
   ResilientStore,
@@ -45,18 +48,6 @@ export const isResilientStore = (store: RateLimitStore): store is ResilientStore
 
 /** The store under any resilient wrapper. */
 export const unwrapStore = (store: RateLimitStore): RateLimitStore => (isResilientStore(store) ? store.inner : store);
-
-/** An error's message; anything else described (`String()` throws for an object without a prototype). */
-export const errorText = (error: unknown): string => (error instanceof Error ? error.message : describeValue(error));
-
-/** Wraps anything a store threw as a `FloodgateError` with code `STORE_ERROR` (keeping the cause). */
-export function toStoreError(error: unknown, storeName: string): FloodgateError {
-  // STORE_TIMEOUT, STORE_UNAVAILABLE or STORE_ERROR already.
-  if (error instanceof FloodgateError && error.code.startsWith("STORE_")) return error;
-  return new FloodgateError("STORE_ERROR", `The ${storeName} store failed: ${errorText(error)}`, { cause: error });
-}
-
-const isCallersError = (error: unknown): boolean => error instanceof FloodgateError && error.code === "INVALID_ARGUMENT";
 
 /**
  * Wraps `store` so that no call hangs past its deadline, a failing store is probed instead of
@@ -93,7 +84,7 @@ class ResilientStoreImpl implements ResilientStore {
   readonly #timeoutMs: number | undefined;
   readonly #breaker: Breaker | undefined;
   readonly #maxInFlight: number;
-  readonly #logger: StoreLogger | undefined;
+  readonly #log: StoreLog;
   readonly #onFailure: ((error: FloodgateError) => void) | undefined;
   #calls = 0;
   #failures = 0;
@@ -102,6 +93,14 @@ class ResilientStoreImpl implements ResilientStore {
   #inFlight = 0;
   readonly #late: LateAnswers;
   #answered = false;
+  /**
+   * Before the store's first answer, once a call timed out (a cold start, or a store that is not
+   * there): one call at a time is sent, the others fail at once, so that a store that never
+   * answered does not make every request wait the full deadline. Since when (for the log), and
+   * whether that one call is in flight.
+   */
+  #coldSinceMs: number | undefined;
+  #coldProbe = false;
   #firstCallAtMs: number | undefined;
   #lastNowMs: number | undefined;
   /** The clock when the current failure episode began, or undefined while healthy. */
@@ -120,7 +119,7 @@ class ResilientStoreImpl implements ResilientStore {
       ? undefined
       : new Breaker(b?.failures ?? DEFAULT_FAILURES, cooldownMs, Math.max(b?.maxCooldownMs ?? cooldownMs, cooldownMs));
     this.#maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
-    this.#logger = o.logger === false ? undefined : o.logger ?? (globalThis as { console?: StoreLogger }).console;
+    this.#log = new StoreLog(this.name, o.logger === false ? undefined : o.logger ?? (globalThis as { console?: StoreLogger }).console);
     this.#onFailure = o.onFailure;
     this.#late = new LateAnswers(inner);
   }
@@ -206,6 +205,10 @@ class ResilientStoreImpl implements ResilientStore {
     return this.inner.dispose?.();
   }
 
+  reconnect(): MaybePromise<void> {
+    return this.inner.reconnect?.();
+  }
+
   /**
    * One guarded call. A synchronous answer passes through as it is (nothing to time out); an
    * asynchronous one races the deadline. `nowMs` is the limiter's clock (the breaker's and the
@@ -240,6 +243,20 @@ class ResilientStoreImpl implements ResilientStore {
         ),
       );
     }
+    let cold = false;
+    if (this.#coldSinceMs !== undefined && !this.#answered) {
+      if (this.#coldProbe) {
+        return this.#reject(
+          new FloodgateError(
+            "STORE_UNAVAILABLE",
+            `The ${this.name} store has not answered yet (a call timed out ${
+              Math.max(0, atMs - this.#coldSinceMs)
+            } ms ago); this call was not sent while another one waits for it.`,
+          ),
+        );
+      }
+      cold = this.#coldProbe = true;
+    }
     const signal = { aborted: false };
     // The deadline counts from here: what the store's client does before its call returns (an
     // HTTP client builds its request synchronously) is part of the call.
@@ -248,7 +265,7 @@ class ResilientStoreImpl implements ResilientStore {
     try {
       pending = invoke(signal);
     } catch (thrown) {
-      return this.#failed(thrown, atMs, probe);
+      return this.#failed(thrown, atMs, probe, cold);
     }
     if (!isThenable(pending)) {
       this.#succeeded(atMs);
@@ -268,7 +285,7 @@ class ResilientStoreImpl implements ResilientStore {
           `The ${this.name} store did not answer within ${timeoutMs} ms; the call was abandoned.`,
         );
         // The deadline on the limiter's clock: the circuit opens from when the timeout was seen.
-        this.#failed(error, atMs + timeoutMs, probe).then(undefined, reject);
+        this.#failed(error, atMs + timeoutMs, probe, cold).then(undefined, reject);
       }, Math.max(0, Math.ceil(timeoutMs - (preciseNow() - startedAt))));
       pending.then(
         (value) => {
@@ -276,7 +293,7 @@ class ResilientStoreImpl implements ResilientStore {
           if (timer !== undefined) clearTimeout(timer);
           if (done) {
             // Slow, not down: later timeouts are no cold start.
-            this.#answered = true;
+            this.#firstAnswer(this.#lastNowMs ?? atMs);
             onLateAnswer?.(value);
             return;
           }
@@ -289,45 +306,62 @@ class ResilientStoreImpl implements ResilientStore {
           if (timer !== undefined) clearTimeout(timer);
           if (done) return; // abandoned already: counted as its timeout
           done = true;
-          this.#failed(thrown, atMs, probe).then(undefined, reject);
+          this.#failed(thrown, atMs, probe, cold).then(undefined, reject);
         },
       );
     });
   }
 
-  #succeeded(atMs: number): void {
+  /** The store answered (in time or late): a cold start that was logged is logged as over. */
+  #firstAnswer(atMs: number): void {
+    if (this.#answered) return;
     this.#answered = true;
+    const since = this.#coldSinceMs;
+    if (since !== undefined) this.#log.firstAnswer(atMs - since);
+  }
+
+  #succeeded(atMs: number): void {
+    this.#firstAnswer(atMs);
     this.#breaker?.success();
     const since = this.#failingSinceMs;
     const failed = this.#failedSinceSuccess;
     this.#failedSinceSuccess = 0;
     if (since === undefined) return;
     this.#failingSinceMs = undefined;
-    this.#log(
-      "info",
-      `The ${this.name} store answers again, after failing for ${Math.max(0, atMs - since)} ms; ${failed} ${
-        failed === 1 ? "call" : "calls"
-      } failed meanwhile.`,
-    );
+    this.#log.recovered(atMs - since, failed);
   }
 
   /** A failed call: a bad argument is the caller's (rethrown as is); anything else is the store's. */
-  #failed(thrown: unknown, atMs: number, probe: boolean): Promise<never> {
+  #failed(thrown: unknown, atMs: number, probe: boolean, cold: boolean): Promise<never> {
+    if (cold) this.#coldProbe = false;
     if (isCallersError(thrown)) return Promise.reject(thrown);
     const error = toStoreError(thrown, this.name);
-    const coldTimeout = error.code === "STORE_TIMEOUT" && !this.#answered && atMs - this.#firstCallAtMs! < WARM_UP_MS;
+    const timeout = error.code === "STORE_TIMEOUT";
+    const coldTimeout = timeout && !this.#answered && atMs - this.#firstCallAtMs! < WARM_UP_MS;
+    if (coldTimeout && this.#coldSinceMs === undefined) {
+      // Logged at once: a mistyped host or a store not up yet must not go unnoticed for the warm-up.
+      this.#coldSinceMs = atMs;
+      this.#log.coldTimeout(atMs - this.#firstCallAtMs!, error);
+    }
     if (!coldTimeout) {
-      this.#breaker?.failure(atMs, probe);
+      // A circuit opened by timeouts: the connection may be half-open, and every probe sent on
+      // it would time out too; the store replaces it (when it can) before the next probe.
+      if (this.#breaker?.failure(atMs, probe) === true && timeout) this.#reconnectInner();
       if (this.#failingSinceMs === undefined) {
         this.#failingSinceMs = atMs;
-        this.#log(
-          "warn",
-          `The ${this.name} store is failing (${error.code}: ${error.message}). Calls fail until it answers again, and limits follow the store-failure policy meanwhile. ` +
-            "Check that the store is reachable from this process, and its address, credentials and load.",
-        );
+        this.#log.failing(error);
       }
     }
     return this.#reject(error);
+  }
+
+  #reconnectInner(): void {
+    try {
+      const done = this.inner.reconnect?.();
+      if (isThenable(done)) done.then(undefined, () => undefined);
+    } catch {
+      // A store that cannot reconnect keeps its connection; the breaker still probes it.
+    }
   }
 
   #reject(error: FloodgateError): Promise<never> {
@@ -341,23 +375,4 @@ class ResilientStoreImpl implements ResilientStore {
     }
     return Promise.reject(error);
   }
-
-  #log(level: "warn" | "info", message: string): void {
-    const logger = this.#logger;
-    if (logger === undefined) return;
-    try {
-      if (level === "info" && typeof logger.info === "function") logger.info(`[floodgate] ${message}`);
-      else logger.warn(`[floodgate] ${message}`);
-    } catch {
-      // A broken logger must not break the call.
-    }
-  }
-}
-
-/** A wrapped store without reservations: the caller's error (INVALID_ARGUMENT), not the store's failing. */
-function unsupported(store: RateLimitStore, operation: string): never {
-  throw new FloodgateError(
-    "INVALID_ARGUMENT",
-    `The ${store.name} store does not implement ${operation}(); reservations need a store that does.`,
-  );
 }

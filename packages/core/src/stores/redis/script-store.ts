@@ -44,6 +44,10 @@ export interface ScriptTransport {
   evalsha(sha: string, keys: string[], args: readonly string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: readonly string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
+  /** Asks the client for a fresh connection (see client-connection.ts). */
+  reconnect?(): void;
+  /** Stops watching the client. */
+  dispose?(): void;
 }
 
 /** The options both Redis stores share. */
@@ -321,6 +325,11 @@ export class ScriptStore implements RedisScriptStore {
 
   dispose(): void {
     this.#cache?.clear();
+    this.#transport.dispose?.();
+  }
+
+  reconnect(): void {
+    this.#transport.reconnect?.();
   }
 
   /** A penalty ("p") or a manual block ("b"), in the admin script. */

@@ -44,13 +44,15 @@ export class Breaker {
     this.#nextCooldownMs = this.cooldownMs;
   }
 
-  failure(nowMs: number, probe: boolean): void {
+  /** A failed call; true when it opened the circuit (or reopened it: a failed probe). */
+  failure(nowMs: number, probe: boolean): boolean {
     if (this.#open) {
-      if (!probe) return;
+      if (!probe) return false;
       this.#probeUntil = 0;
-    } else if (++this.#failures < this.threshold) return;
+    } else if (++this.#failures < this.threshold) return false;
     this.#open = true;
     this.#openUntil = nowMs + this.#nextCooldownMs;
     this.#nextCooldownMs = Math.min(this.#nextCooldownMs * 2, this.maxCooldownMs);
+    return true;
   }
 }
