@@ -149,7 +149,9 @@ check("build (tsup: ESM + CJS + types)", "npm", ["run", "build", "--silent"]);
 for (const pkg of packages) {
   const cwd = join(root, "packages", pkg);
   check(`publint --strict @floodgate/${pkg}`, bin("publint"), ["--strict"], { cwd });
-  check(`attw --pack @floodgate/${pkg}`, bin("attw"), ["--pack", ".", "--profile", "node16"], { cwd });
+  // Every resolution profile (node10, node16 from CJS and ESM, bundler): a subpath such as
+  // @floodgate/core/http needs its typesVersions entry under node10.
+  check(`attw --pack @floodgate/${pkg} (every profile)`, bin("attw"), ["--pack", "."], { cwd });
 }
 // typedoc.json: warnings are errors, and every export of the public entries must be documented.
 check("API reference (typedoc: every public export documented; `npm run docs:api` writes .tmp/api)", bin("typedoc"), []);
