@@ -176,11 +176,12 @@ suite(
   (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) }),
 );
 
-// The timing claims of a store stall (test/timing/): alone, after the other Node suites, so that
-// nothing else loads the machine while latency is measured against a deadline.
+// Store stalls under load (test/timing/): alone, after the other Node suites. Here their behaviour
+// is asserted (every request answered, none 5xx, back on the store); their latency bounds are
+// asserted by `npm run test:timing` (scripts/test-timing.mjs), which a busy machine can miss.
 const timingReport = join(tmp, "vitest-timing.json");
 suite(
-  "timing: a 5 s redis-server stall under 200 clients, each integration and remote store (vitest, test/timing, alone)",
+  "stalls: a 5 s redis-server stall under 200 clients, each integration and remote store; behaviour, latency recorded (vitest, test/timing, alone)",
   bin("vitest"),
   ["run", "--config", "vitest.timing.config.ts", "--reporter=default", "--reporter=json", `--outputFile.json=${timingReport}`],
   timingReport,
