@@ -555,9 +555,7 @@ function checkTtl(ttl: unknown, policies: readonly Policy[]): number {
   if (holding !== undefined && ms < holding.windowMs) {
     throw new FloodgateError(
       "INVALID_ARGUMENT",
-      `Invalid reservation ttl: received ${
-        describeValue(ttl)
-      } (${ms} ms), shorter than the timeout of concurrency policy "${holding.name}" (${holding.windowMs} ms): a reservation that can no longer be settled would hold its unit until that timeout. Use a ttl of at least ${holding.windowMs} ms, leave it out (the default is the longest concurrency timeout, at least ten minutes), or shorten the policy's \`timeout\`.`,
+      `Invalid reservation ttl: ${ms} ms is shorter than the timeout of concurrency policy "${holding.name}" (${holding.windowMs} ms): its unit would stay held after the reservation can no longer be settled. Use a ttl of at least ${holding.windowMs} ms, or none.`,
     );
   }
   return ms;

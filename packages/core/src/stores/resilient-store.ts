@@ -249,9 +249,7 @@ class ResilientStoreImpl implements ResilientStore {
         return this.#reject(
           new FloodgateError(
             "STORE_UNAVAILABLE",
-            `The ${this.name} store has not answered yet (a call timed out ${
-              Math.max(0, atMs - this.#coldSinceMs)
-            } ms ago); this call was not sent while another one waits for it.`,
+            `The ${this.name} store has not answered yet; this call was not sent while another waits for it.`,
           ),
         );
       }

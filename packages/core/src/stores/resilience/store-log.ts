@@ -12,15 +12,15 @@ export class StoreLog {
   coldTimeout(afterMs: number, error: FloodgateError): void {
     this.#write(
       "warn",
-      `The ${this.name} store has not answered yet: a call timed out ${Math.max(0, afterMs)} ms after the first call (${error.message}). ` +
-        "It may still be connecting; until it answers, one call at a time is sent and the others fail at once, following the store-failure policy. " +
-        "If this lasts, check the store's address and that it is reachable from this process.",
+      `The ${this.name} store has not answered yet (${error.message}, ${
+        Math.max(0, afterMs)
+      } ms after the first call); until it does, one call at a time is sent. Check its address and that it is reachable.`,
     );
   }
 
   /** The first answer, `afterMs` after the timeout {@link coldTimeout} reported. */
   firstAnswer(afterMs: number): void {
-    this.#write("info", `The ${this.name} store answered, ${Math.max(0, afterMs)} ms after its first call timed out.`);
+    this.#write("info", `The ${this.name} store answered, ${Math.max(0, afterMs)} ms after a first call timed out.`);
   }
 
   failing(error: FloodgateError): void {
