@@ -39,13 +39,22 @@ interface ClientState {
  */
 export type ReconnectOption = boolean | (() => unknown);
 
-/** One client: its transport, and whether the store made it (and must close it). */
+/** What a client's events said, shared by every store on that client (one set of listeners each). */
+interface Health {
+  error: unknown;
+  readyByEvent: boolean;
+  users: number;
+  stop(): void;
+}
+
+const HEALTH = new WeakMap<object, Health>();
+
+/** One client as one store uses it: its transport, and whether the store made it (and must close it). */
 interface Watched {
   readonly client: ClientState;
   readonly transport: ScriptTransport;
   readonly owned: boolean;
-  error: unknown;
-  readyByEvent: boolean;
+  readonly health: Health;
   /** Whether a call on it has succeeded: only a connection that worked is replaced (not a new one that never answered). */
   answered: boolean;
   readonly stop: () => void;
@@ -78,7 +87,7 @@ export function watchConnection(
 
   const call = <T>(run: (t: ScriptTransport) => Promise<T>): Promise<T> => {
     const w = current;
-    if (w.error !== undefined && !isReady(w)) return Promise.reject(unreachable(w.error));
+    if (w.health.error !== undefined && !isReady(w)) return Promise.reject(unreachable(w.health.error));
     const answer = run(w.transport);
     if (!w.answered) {
       answer.then(() => {
@@ -118,29 +127,51 @@ export function watchConnection(
 }
 
 function watch(client: ClientState, transport: ScriptTransport, owned: boolean): Watched {
-  const w: Watched = { client, transport, owned, error: undefined, readyByEvent: false, answered: false, stop: () => undefined };
+  const health = healthOf(client);
+  health.users++;
+  let stopped = false;
+  return {
+    client,
+    transport,
+    owned,
+    health,
+    answered: false,
+    stop: () => {
+      if (stopped) return;
+      stopped = true;
+      if (--health.users === 0) health.stop();
+    },
+  };
+}
+
+function healthOf(client: ClientState): Health {
+  const known = HEALTH.get(client);
+  if (known !== undefined) return known;
+  const health: Health = { error: undefined, readyByEvent: false, users: 0, stop: () => HEALTH.delete(client) };
+  HEALTH.set(client, health);
   const emitter = client as Partial<Emitter>;
-  if (typeof emitter.on !== "function") return w;
+  if (typeof emitter.on !== "function") return health;
   const listeners: [string, (arg: unknown) => void][] = [
     ["error", (e) => {
-      w.error = e;
+      health.error = e;
     }],
     ["ready", () => {
-      w.error = undefined;
-      w.readyByEvent = true;
+      health.error = undefined;
+      health.readyByEvent = true;
     }],
     ["end", () => {
-      w.readyByEvent = false;
+      health.readyByEvent = false;
     }],
   ];
   for (const [event, listener] of listeners) emitter.on(event, listener);
-  (w as { stop: () => void }).stop = () => {
+  health.stop = () => {
+    HEALTH.delete(client);
     for (const [event, listener] of listeners) {
       if (typeof emitter.off === "function") emitter.off(event, listener);
       else emitter.removeListener?.(event, listener);
     }
   };
-  return w;
+  return health;
 }
 
 const isReady = (w: Watched): boolean =>
@@ -148,7 +179,7 @@ const isReady = (w: Watched): boolean =>
     ? w.client.status === "ready"
     : typeof w.client.isReady === "boolean"
     ? w.client.isReady
-    : w.readyByEvent;
+    : w.health.readyByEvent;
 
 function unreachable(error: unknown): FloodgateError {
   return new FloodgateError(
