@@ -224,7 +224,8 @@ async function stall(label: string, adapters: string[], stallMs: number): Promis
   expect(stats.unhandledRejections).toEqual([]);
   expect(unanswered, "requests without an answer").toBe(0);
   expect(fiveXx, "5xx answers").toBe(0);
-  expect(floor.length, "requests to the trivial handler during the stall").toBeGreaterThan(50);
+  // The floor is what the clients' bound adds: needed only where the bounds are asserted.
+  if (BOUNDS) expect(floor.length, "requests to the trivial handler during the stall").toBeGreaterThan(50);
   for (const store of STORES) {
     expect(stats.stores[store]!.timeouts, `${store}: calls abandoned at their deadline during the stall`).toBeGreaterThan(0);
   }
