@@ -57,6 +57,9 @@ app.use(
   }),
 );
 
+/** The most one completion can use (the model's context window): what a usage report is bounded by. */
+const MAX_TOKENS_PER_REQUEST = 128_000;
+
 /** Passes the provider's events through, reporting each event's `usage.total_tokens`. */
 function reportingUsage(report: (tokens: number) => void): TransformStream<string, string> {
   let buffered = "";
@@ -70,7 +73,9 @@ function reportingUsage(report: (tokens: number) => void): TransformStream<strin
         const data = event.startsWith("data: ") ? event.slice(6) : "";
         if (data !== "" && data !== "[DONE]") {
           const tokens = (JSON.parse(data) as { usage?: { total_tokens?: number } }).usage?.total_tokens;
-          if (tokens !== undefined) report(tokens);
+          // Bounded: an excess is charged past the limit, and a token bucket would stay empty
+          // for as long as a broken provider's figure takes to refill.
+          if (typeof tokens === "number") report(Math.min(tokens, MAX_TOKENS_PER_REQUEST));
         }
         controller.enqueue(`${event}\n\n`);
       }

@@ -236,17 +236,25 @@ async function scenario(name: string, redisArgs: string[], inject: (rig: Rig) =>
   expect(fiveXx, "5xx answers").toBe(0);
   expect(badStatus.slice(0, 3), "answers other than 200 (or 429 from a deny policy)").toEqual([]);
   for (const app of r.apps) expect(stats.apps[app.name]!.errors, `${app.name}: errors in the app's error handler`).toBe(0);
+  // Latency bounds: asserted by `npm run test:timing` (FLOODGATE_TIMING_BOUNDS=1); in `npm test`
+  // recorded above, and only the behaviour asserted (back on the store before the run ends).
+  const bounds = timingMeasured && process.env["FLOODGATE_TIMING_BOUNDS"] === "1";
   for (const [label, t] of Object.entries(timed)) {
-    if (!timingMeasured) continue;
+    if (!bounds) continue;
     expect(t.requests, `${label}: requests started during the fault`).toBeGreaterThan(100);
     expect(t.server.p99, `${label}: decision p99 ≤ timeoutMs + 10 ms + the event loop's p99 lag`).toBeLessThanOrEqual(t.server.bound);
     // The clients' p99 is recorded, not asserted: here they share the test process with the rest
     // of the run; test/timing/ asserts it with the clients in a process of their own.
   }
-  for (const [store, ms] of Object.entries(timingMeasured ? recovery : {})) {
+  for (const [store, ms] of Object.entries(bounds ? recovery : {})) {
     expect(ms, `${store}: every app decided by the store again within 2 s (+ the loop's lag) of its return`).toBeLessThanOrEqual(
       recoveryBound,
     );
+  }
+  // Without the bound, where the machine lets it be seen: a starved app process may see no
+  // store decision within the window at all.
+  for (const [store, ms] of Object.entries(timingMeasured ? recovery : {})) {
+    expect(Number.isFinite(ms), `${store}: every app decided by the store again after its return`).toBe(true);
   }
   for (const store of STORES) {
     const s = stats.stores[store]!;

@@ -71,17 +71,18 @@ export function redisKeyContract(name: string, setup: () => Promise<RedisHarness
     it("every key a reservation writes expires: the ledger key has a TTL of at most its ttl", async () => {
       const prefix = uniquePrefix();
       const limiter = createRateLimiter({
-        policy: [concurrency({ limit: 2, timeout: "30s" }), fixedWindow({ limit: 9, window: "1m" })],
+        policy: [concurrency({ limit: 2, timeout: "20s" }), fixedWindow({ limit: 9, window: "1m" })],
         store: server(),
         prefix,
       });
-      const r = await limiter.reserve("ttl", { estimate: 3, ttl: "20s" });
+      // A ttl at least the concurrency timeout (a shorter one is refused).
+      const r = await limiter.reserve("ttl", { estimate: 3, ttl: "30s" });
       const base = baseKey(prefix, "ttl");
       const [ledger, held, counted] = await h.pttl!([ledgerKey(base, r.id), base, `${base}:1`]);
-      expect(ledger).toBeGreaterThan(15_000);
-      expect(ledger).toBeLessThanOrEqual(20_000);
-      expect(held).toBeGreaterThan(25_000);
-      expect(held).toBeLessThanOrEqual(30_000);
+      expect(ledger).toBeGreaterThan(25_000);
+      expect(ledger).toBeLessThanOrEqual(30_000);
+      expect(held).toBeGreaterThan(15_000);
+      expect(held).toBeLessThanOrEqual(20_000);
       expect(counted).toBeGreaterThan(0);
       expect(await r.settle(5)).toBe(true);
       const [gone, , stillCounted] = await h.pttl!([ledgerKey(base, r.id), base, `${base}:1`]);

@@ -29,8 +29,8 @@ import { ioredisHarness, type RedisHarness } from "./harness.ts";
 const T0 = 1_767_225_600_000; // an hour boundary: every trace stays within one hour
 const LIMIT = 100_000;
 const HELD = 3;
-const TIMEOUT_MS = 600_000;
-const TTL_MS = 300_000;
+const TIMEOUT_MS = 300_000;
+const TTL_MS = 600_000; // at least the concurrency timeout: a shorter ttl is refused
 
 /** Policy sets: rate kinds that keep exact counts within one hour, with and without a concurrency limit. */
 const SETS: readonly (() => Policy[])[] = [

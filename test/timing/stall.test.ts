@@ -19,6 +19,11 @@
  * - every app decided by the store again ≤ 2 s after SIGCONT; and after a 12 s stall too, for the
  *   four integrations at once (a cool-down that grew during the outage would be paid here).
  *
+ * Those latency bounds are asserted by `npm run test:timing` (FLOODGATE_TIMING_BOUNDS=1), the
+ * figures docs/reliability.md records. `npm test` runs the same stalls and asserts what must hold
+ * on any machine: every request answered, none 5xx, the app alive, the deadline reached, and every
+ * app decided by the store again before the run ends; the latencies are printed, not asserted.
+ *
  * The event loop's lag in the app process is recorded (not subtracted). Figures go to stdout as
  * `[timing] {...}` lines (docs/reliability.md quotes them).
  *
@@ -56,6 +61,8 @@ const AFTER_MS = 3000;
 /** Attempts of one measurement when the machine starved the idle witness (see above). */
 const ATTEMPTS = 3;
 const WITNESS_EVERY_MS = 5;
+/** Whether the latency bounds are asserted (`npm run test:timing`) or only recorded (`npm test`). */
+const BOUNDS = process.env["FLOODGATE_TIMING_BOUNDS"] === "1";
 
 type Store = (typeof STORES)[number];
 
@@ -217,7 +224,8 @@ async function stall(label: string, adapters: string[], stallMs: number): Promis
   expect(stats.unhandledRejections).toEqual([]);
   expect(unanswered, "requests without an answer").toBe(0);
   expect(fiveXx, "5xx answers").toBe(0);
-  expect(floor.length, "requests to the trivial handler during the stall").toBeGreaterThan(50);
+  // The floor is what the clients' bound adds: needed only where the bounds are asserted.
+  if (BOUNDS) expect(floor.length, "requests to the trivial handler during the stall").toBeGreaterThan(50);
   for (const store of STORES) {
     expect(stats.stores[store]!.timeouts, `${store}: calls abandoned at their deadline during the stall`).toBeGreaterThan(0);
   }
@@ -253,19 +261,23 @@ async function measured(label: string, adapters: string[], stallMs: number, clai
   }
 }
 
-const recovered: Claims = (
-  f,
-  store,
-) => [[`${store}: every app decided by the store again ≤ 2 s after SIGCONT`, f.recoveryMs <= RECOVERY_BOUND_MS]];
+const recovered: Claims = (f, store) =>
+  BOUNDS
+    ? [[`${store}: every app decided by the store again ≤ 2 s after SIGCONT`, f.recoveryMs <= RECOVERY_BOUND_MS]]
+    : [[`${store}: every app decided by the store again after SIGCONT`, Number.isFinite(f.recoveryMs)]];
 
 describe(`a ${STALL_MS / 1000} s redis-server stall under ${CLIENTS} concurrent clients, one integration at a time`, () => {
   it.each(ADAPTERS.map((a) => a.name))(
     "%s: decision p99 ≤ timeoutMs + 10 ms, clients' p99 ≤ that + the floor, back on the store ≤ 2 s",
     async (adapter) => {
       await measured(adapter, [adapter], STALL_MS, (f, store) => [
-        [`${store}: more than 500 requests arrived during the stall`, f.requests > 500],
-        [`${store}: p99 from arrival to decision ≤ timeoutMs + ${SLACK_MS} ms`, f.server.p99 <= f.server.bound],
-        [`${store}: the clients' p99 ≤ timeoutMs + ${SLACK_MS} ms + the trivial handler's p99`, f.client.p99 <= f.client.bound],
+        ...(BOUNDS
+          ? ([
+            [`${store}: more than 500 requests arrived during the stall`, f.requests > 500],
+            [`${store}: p99 from arrival to decision ≤ timeoutMs + ${SLACK_MS} ms`, f.server.p99 <= f.server.bound],
+            [`${store}: the clients' p99 ≤ timeoutMs + ${SLACK_MS} ms + the trivial handler's p99`, f.client.p99 <= f.client.bound],
+          ] as Array<[string, boolean]>)
+          : []),
         ...recovered(f, store),
       ]);
     },

@@ -33,6 +33,10 @@ export function describeValue(value: unknown): string {
   if (value === undefined) return "undefined";
   if (value === null) return "null";
   if (typeof value === "function") return "a function";
-  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (Array.isArray(value)) {
+    // A hole (`[a, , b]`) is what a stray comma leaves: say where it is.
+    for (let i = 0; i < value.length; i++) if (!(i in value)) return `an array of ${value.length} with an empty slot at index ${i}`;
+    return `an array of ${value.length}`;
+  }
   return "an object";
 }

@@ -19,5 +19,5 @@ export function isPolicy(value: unknown): value is Policy {
 export const POLICIES_ACCEPTED =
   "a policy from tokenBucket(), slidingWindow(), fixedWindow(), slidingLog() or concurrency(), or a non-empty array of them";
 
-/** One policy, or a non-empty array of them. */
-export const isPolicies: Check = (v) => isPolicy(v) || (Array.isArray(v) && v.length > 0 && v.every(isPolicy));
+/** One policy, or a non-empty array of them (every slot: `every` alone would skip an array's holes). */
+export const isPolicies: Check = (v) => isPolicy(v) || (Array.isArray(v) && v.length > 0 && Array.from(v).every(isPolicy));

@@ -90,6 +90,25 @@ export interface Algorithm {
     charge: boolean,
   ): number;
   /**
+   * Optional: a leased call's decision when it differs from `apply` with a cost of `req + granted`
+   * (the Lua `grant` fragment's twin): `req` units spent now and a lease of `granted` units spent
+   * until `endUs`. Writes the four figures at `out[i]` as `apply` does and, when it fits and
+   * `charge` is set, charges it; returns the state's expiry in µs. See the token bucket's.
+   */
+  grant?(
+    p: Policy,
+    s: Float64Array,
+    o: number,
+    log: number[] | undefined,
+    nowUs: number,
+    req: number,
+    granted: number,
+    endUs: number,
+    out: number[],
+    i: number,
+    charge: boolean,
+  ): number;
+  /**
    * The mark of the charge `apply` has just made (read from the state it left): what this
    * admission went into, so that a late refund gives back into that and nothing else. An integer.
    */
@@ -136,6 +155,12 @@ export interface LuaFragments {
   readonly commit: string;
   readonly refund: string;
   readonly settle: string;
+  /**
+   * The lease script's decision of a request (`req` units, spent now) plus a lease (`g` units, to
+   * be spent until `wend`, µs), when it differs from `eval` with `cost = req + g`: see the token
+   * bucket's.
+   */
+  readonly grant?: string;
 }
 
 /** The Redis side of an algorithm. */

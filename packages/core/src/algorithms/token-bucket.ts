@@ -87,6 +87,25 @@ export const TOKEN_BUCKET: Algorithm = {
     out[i + 2] = ceilMs(tat);
     return next;
   },
+  // A lease's units are charged as if spent at the lease's end (see the Lua `grant` fragment).
+  grant(p, s, o, _log, now, req, granted, endUs, out, i, charge) {
+    const interval = intervalUs(p);
+    const tau = p.limit * interval;
+    let tat = Math.max(s[o]!, now) + req * interval;
+    if (tat < endUs) tat = endUs;
+    const next = tat + granted * interval;
+    const ok = req + granted <= p.limit && next - now <= tau;
+    out[i] = ok ? 1 : 0;
+    out[i + 1] = Math.max(0, Math.floor((tau - (tat - now)) / interval));
+    out[i + 2] = ceilMs(tat);
+    out[i + 3] = 0;
+    if (ok && charge) {
+      s[o] = next;
+      out[i + 1] = Math.floor((tau - (next - now)) / interval);
+      out[i + 2] = ceilMs(next);
+    }
+    return next;
+  },
   mark: (_p, s, o) => s[o]!,
   // The mark is the arrival time the charge left. While it is still stored, no grant came since
   // but ones refunded since (every grant moves it later; a charge is refunded once, and a refund
@@ -171,6 +190,19 @@ local nxt = math.min(tat + cost * P, now + ${MAX_BUCKET_US})
 if nxt > now and nxt > tat then redis.call("SET", k, fmt("%d", -nxt), "PX", fmt("%d", max(1, ceil((nxt - now) / 1000)))) end
 `,
     ),
+    // A lease's units are charged as if spent at the lease's end: a bucket that stays full
+    // meanwhile forgets refill, so a unit charged earlier than it is spent would let any later
+    // decision on the key (exact, or leased with another life) see up to a life's refill too
+    // many. Charged at the end, the stored time is never earlier than exact mode's.
+    grant: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
+if tat < now then tat = now end
+tat = tat + req * P
+if tat < wend then tat = wend end
+local tau, nxt = L * P, tat + g * P
+ok = cost <= L and nxt - now <= tau
+out[i], out[i + 1], out[i + 2], out[i + 3] = ok and 1 or 0, max(0, floor((tau - (tat - now)) / P)), ceil(tat / 1000), 0
+a = nxt
+`,
     refund: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
 if tat > now and (m == nil or tat == m) then
   tat = max(now, tat - cost * P)

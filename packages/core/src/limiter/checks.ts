@@ -1,3 +1,4 @@
+import { traitsOf } from "../algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "../errors.ts";
 import { durationMs } from "../duration.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
@@ -69,7 +70,7 @@ export function checkEstimate(estimate: unknown): number {
   return estimate;
 }
 
-export function checkTtl(ttl: unknown): number {
+export function checkTtl(ttl: unknown, policies: readonly Policy[]): number {
   const ms = durationMs(ttl);
   if (ms === undefined || ms > MAX_RESERVATION_TTL_MS) {
     throw new FloodgateError(
@@ -77,6 +78,18 @@ export function checkTtl(ttl: unknown): number {
       `Invalid reservation ttl: received ${
         describeValue(ttl)
       }; expected a duration from 1 ms to one day: a whole number of milliseconds, or a string like "30s", "10m", "1h".`,
+    );
+  }
+  // Past its ttl a reservation can no longer be settled, so a unit it holds would stay held until
+  // the timeout: refused rather than raised, so that what the caller asked is what happens.
+  const holding = policies.reduce<Policy | undefined>(
+    (h, p) => (traitsOf(p).holdsUnits && p.windowMs > (h?.windowMs ?? 0) ? p : h),
+    undefined,
+  );
+  if (holding !== undefined && ms < holding.windowMs) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `Invalid reservation ttl: ${ms} ms is shorter than the timeout of concurrency policy "${holding.name}" (${holding.windowMs} ms): its unit would stay held after the reservation can no longer be settled. Use a ttl of at least ${holding.windowMs} ms, or none.`,
     );
   }
   return ms;

@@ -218,7 +218,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       try {
         checkKey(key);
         const estimate = options?.estimate === undefined ? 1 : checkEstimate(options.estimate);
-        const ttlMs = options?.ttl === undefined ? defaultTtlMs : checkTtl(options.ttl);
+        const ttlMs = options?.ttl === undefined ? defaultTtlMs : checkTtl(options.ttl, policies);
         if (store.reserve === undefined || store.settle === undefined) {
           throw new FloodgateError(
             "INVALID_ARGUMENT",

@@ -201,8 +201,8 @@ export interface ReserveOptions {
   estimate?: number;
   /**
    * How long the reservation can be settled (default ten minutes, or the longest concurrency
-   * timeout of the limiter when longer; at most one day): milliseconds or a string such as
-   * `"30s"`. Unsettled by then, it counts as its estimate.
+   * timeout of the limiter when longer; at most one day, and never shorter than a concurrency
+   * timeout): milliseconds or a string such as `"30s"`. Unsettled by then, it counts as its estimate.
    */
   ttl?: number | string;
 }

@@ -196,4 +196,12 @@ export interface RateLimitStore {
   unblock?(set: PolicySet, key: string): MaybePromise<void>;
   /** Releases timers, connections or memory. The store is unusable afterwards. */
   dispose?(): MaybePromise<void>;
+  /**
+   * Optional: replaces the store's connection with a fresh one. `resilientStore` calls it when
+   * its circuit opens on timeouts: a connection gone half-open (a hop that silently stopped
+   * forwarding, while new connections work) would time out every call sent on it, the breaker's
+   * probes included, for as long as the client keeps it. Calls in flight on the old connection
+   * may fail. Never throws; the Redis stores ask the caller's client to reconnect.
+   */
+  reconnect?(): MaybePromise<void>;
 }

@@ -43,7 +43,7 @@ interface Prepared {
 
 const isStore = /* @__PURE__ */ hasMethods("consume", "peek", "refund", "reset");
 
-const OPTIONAL = ["reserve", "settle", "lease", "penalty", "block", "unblock"] as const;
+const OPTIONAL = ["reserve", "settle", "lease", "penalty", "block", "unblock", "reconnect"] as const;
 
 const OPTIONS: OptionSpecs = {
   maxKeys: [/* @__PURE__ */ whole(1, 10_000_000), "a whole number from 1 to 10000000 (default 10000)"],
@@ -220,6 +220,10 @@ class DenyCacheStore implements DenyCachedStore {
   dispose(): MaybePromise<void> {
     this.#cache.clear();
     return this.inner.dispose?.();
+  }
+
+  reconnect(): MaybePromise<void> {
+    return this.inner.reconnect?.();
   }
 
   /**

@@ -34,7 +34,11 @@ const UNWINDOWED = (): string[] =>
   LEASED_KINDS.filter((kind) => !ALGORITHMS[kind].traits.lease!.windowed).map((kind) => ALGORITHMS[kind].lua.code);
 
 function dispatch(part: keyof LuaFragments): string {
-  const branches = LEASED_KINDS.map((kind) => `kind == "${ALGORITHMS[kind].lua.code}" then\n${ALGORITHMS[kind].lua.fragments[part]}`);
+  const code = (kind: PolicyKind): string => {
+    const f = ALGORITHMS[kind].lua.fragments;
+    return part === "grant" ? f.grant ?? f.eval : f[part]!;
+  };
+  const branches = LEASED_KINDS.map((kind) => `kind == "${ALGORITHMS[kind].lua.code}" then\n${code(kind)}`);
   return `if ${branches.join("elseif ")}else error("kind not leasable") end\n`;
 }
 
@@ -49,6 +53,7 @@ local n = #KEYS - 1 - back
 local req, want, life, minlife, now = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0, ARGV[4] + 0, ARGV[6]
 ${READ_NOW}local rn = 1 + 5 * n + 3
 local ok, a, b, c, d, e, cost, m
+local g, wend = 0, now
 local again = redis.call("GET", KEYS[n + 1])
 if again then
   local r = {}
@@ -77,6 +82,13 @@ ${POLICY}${dispatch("eval")}if not ok then out[1] = 0 end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 end
+local function grantAll(out, h)
+  out[1] = 1
+  for p = 1, n do
+${POLICY}${dispatch("grant")}if not ok then out[1] = 0 end
+h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
+end
+end
 local function commitAll(out, h)
   for p = 1, n do
 ${POLICY}a, b, c, d, e = h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4]
@@ -85,10 +97,9 @@ end
 local out, h = {}, {}
 cost = req > 0 and req or 1
 evalAll(out, h)
-local g = 0
 if out[1] == 1 then
   g = want
-  local wend = now + life
+  wend = now + life
   for p = 1, n do
     local x = p * 3 + 4
     local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
@@ -102,7 +113,7 @@ if out[1] == 1 then
   if g > 0 then
     local out2, h2 = {}, {}
     cost = req + g
-    evalAll(out2, h2)
+    grantAll(out2, h2)
     if out2[1] == 1 then
       commitAll(out2, h2)
       out = out2
@@ -130,7 +141,7 @@ return out
 }
 
 /** The lease script's SHA1, precomputed (a test recomputes it from the source). */
-export const LEASE_SCRIPT_SHA = "8622753bd201e48553c9c2310ee2aa672ab9f9b1";
+export const LEASE_SCRIPT_SHA = "61c1f12179775561223521135cfe430d8db4cc63";
 
 let script: LuaScript | undefined;
 

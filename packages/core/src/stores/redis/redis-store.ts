@@ -1,4 +1,5 @@
-import { hasMethods, type OptionSpecs, parseOptions } from "../../validation.ts";
+import { hasMethods, isBoolean, isFunction, type OptionSpecs, parseOptions } from "../../validation.ts";
+import { type ReconnectOption, watchConnection } from "./client-connection.ts";
 import { type RedisScriptStore, SCRIPT_STORE_OPTIONS, scriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
 
 /** The part of an ioredis client (`Redis` or `Cluster`) the store uses. */
@@ -25,6 +26,15 @@ export interface NodeRedisLike {
 export interface RedisStoreOptions extends ScriptStoreOptions {
   /** A connected ioredis `Redis` or `Cluster`, or a node-redis v5/v6 client or cluster. */
   client: IORedisLike | NodeRedisLike;
+  /**
+   * How the store gets a fresh connection when its resilient wrapper's circuit opens on timeouts
+   * (a connection gone half-open times out every call sent on it, while new ones work): `true`
+   * (default) a copy of the client (`client.duplicate()`, connected; the store closes it when it
+   * moves on or is disposed), `false` to stay on the client, or a function returning a new
+   * connected client (the store owns it likewise). The client you passed is never closed: commands
+   * it has in flight keep their answers. Only a connection that has answered is replaced.
+   */
+  reconnect?: boolean | (() => unknown);
 }
 
 const isNodeRedis = /* @__PURE__ */ hasMethods("evalSha", "eval", "del");
@@ -57,31 +67,42 @@ export function redisStore(options: RedisStoreOptions): RedisScriptStore {
         "an ioredis Redis or Cluster instance, or a node-redis v5/v6 client (createClient() / createCluster())",
         1,
       ],
+      reconnect: [
+        (v) => isBoolean(v) || isFunction(v),
+        "true (default: a duplicate() of the client), false, or a function returning a new connected client",
+      ],
       ...SCRIPT_STORE_OPTIONS,
     },
   );
   const client = o.client;
-  let transport: ScriptTransport;
-  if (isNodeRedis(client)) {
+  const nodeRedis = Boolean(isNodeRedis(client));
+  return scriptStore(
+    "redis",
+    watchConnection(client, nodeRedis, (c) => transportOf(c, nodeRedis), o.reconnect as ReconnectOption | undefined),
+    o,
+  );
+}
+
+/** The store's three operations on a client of either kind. */
+function transportOf(client: object, nodeRedis: boolean): ScriptTransport {
+  if (nodeRedis) {
     // node-redis copies `arguments` into its command (it never keeps or changes the array).
     const c = client as NodeRedisLike;
-    transport = {
+    return {
       evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args as string[] }),
       eval: (source, keys, args) => c.eval(source, { keys, arguments: args as string[] }),
       del: (keys) => c.del(keys),
     };
-  } else {
-    const c = client as IORedisLike;
-    transport = {
-      // The usual call (one policy on the server's clock: one key, three ARGV) spelled out: no
-      // spread, no intermediate array.
-      evalsha: (sha, keys, args) =>
-        keys.length === 1 && args.length === 3
-          ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!, args[2]!)
-          : c.evalsha(sha, keys.length, ...keys, ...args),
-      eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
-      del: (keys) => c.del(...keys),
-    };
   }
-  return scriptStore("redis", transport, o);
+  const c = client as IORedisLike;
+  return {
+    // The usual call (one policy on the server's clock: one key, three ARGV) spelled out: no
+    // spread, no intermediate array.
+    evalsha: (sha, keys, args) =>
+      keys.length === 1 && args.length === 3
+        ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!, args[2]!)
+        : c.evalsha(sha, keys.length, ...keys, ...args),
+    eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
+    del: (keys) => c.del(...keys),
+  };
 }

@@ -47,6 +47,10 @@ export interface ScriptTransport {
   evalsha(sha: string, keys: string[], args: readonly string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: readonly string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
+  /** Asks the client for a fresh connection (see client-connection.ts). */
+  reconnect?(): void;
+  /** Stops watching the client. */
+  dispose?(): void;
 }
 
 /** The options both Redis stores share. */
@@ -179,8 +183,15 @@ export class ScriptStore implements RedisScriptStore {
     }
   }
 
-  /** Nothing to release: the client belongs to the caller. */
-  dispose(): void {}
+  /** Stops watching the client's connection; the client itself belongs to the caller. */
+  dispose(): void {
+    this.#transport.dispose?.();
+  }
+
+  /** Moves to a fresh connection of the client (see client-connection.ts). */
+  reconnect(): void {
+    this.#transport.reconnect?.();
+  }
 
   async #reserve(
     prepared: Prepared,

@@ -78,6 +78,33 @@ export function evaluateLease(
     changed = true;
   };
 
+  /**
+   * The request and a lease together: each kind's own `grant` when it has one (a token bucket
+   * charges the lease's units at the lease's end), else `apply` of their sum; with `charge`,
+   * charged into `into` (the figures of the evaluation that admitted it) with its marks.
+   */
+  const grant = (req: number, units: number, endUs: number, charge: boolean, into?: number[]): number[] => {
+    const out = into ?? [1];
+    let e = 0;
+    for (let p = 0; p < n; p++) {
+      const i = 1 + p * FIELDS_PER_POLICY;
+      if (!charge) out.push(0, 0, 0, 0);
+      const a = algorithms[p]!;
+      const s = state.numbers;
+      const x = a.grant !== undefined
+        ? a.grant(policies[p]!, s, state.offsets[p]!, state.logs[p], now, req, units, endUs, out, i, charge)
+        : a.apply(policies[p]!, s, state.offsets[p]!, state.logs[p], now, req + units, out, i, charge);
+      if (!charge && out[i] === 0) out[0] = 0;
+      if (x > e) e = x;
+    }
+    if (charge) {
+      for (let p = 0; p < n; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
+      expiry = e;
+      changed = true;
+    }
+    return out;
+  };
+
   const probe = req > 0 ? req : 1;
   let out = evaluate(probe);
   let granted = 0;
@@ -99,9 +126,9 @@ export function evaluateLease(
     if (end - now < life) granted = Math.min(granted, Math.floor((request.want * (end - now)) / life));
     if (end - now < Math.ceil(request.minLifeMs * 1000)) granted = 0;
     if (granted > 0) {
-      const more = evaluate(req + granted);
+      const more = grant(req, granted, end, false);
       if (more[0] === 1) {
-        commit(req + granted, more);
+        grant(req, granted, end, true, more);
         out = more;
         charged = true;
       } else granted = 0;
