@@ -87,7 +87,7 @@ const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin).
-const packages = ["core", "hono", "express", "koa", "upstash-local"].filter((p) =>
+const packages = ["core", "hono", "express", "koa", "upstash-local", "postgres"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
 const jsrPackages = packages.filter((p) => p !== "upstash-local");

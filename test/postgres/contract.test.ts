@@ -1,0 +1,20 @@
+/**
+ * The store contract, reservations included, over both clients on a real PostgreSQL server.
+ */
+import { describe, it } from "vitest";
+import { storeContract } from "../stores/store-contract.ts";
+import { postgresUnavailable } from "../support/postgres-server.ts";
+import { CLIENTS, postgresHarness } from "./harness.ts";
+
+const unavailable = await postgresUnavailable();
+if (unavailable !== undefined) {
+  console.log(unavailable);
+  describe.skip("postgresStore contract", () => it("needs PostgreSQL", () => undefined));
+} else {
+  for (const client of CLIENTS) {
+    storeContract(`postgresStore (${client})`, async () => {
+      const h = await postgresHarness(client);
+      return { store: (clock) => h.store(clock, { sweepEvery: 0 }), close: () => h.close() };
+    });
+  }
+}

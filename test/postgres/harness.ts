@@ -1,0 +1,45 @@
+/**
+ * The PostgreSQL store over each client, on a database of the test's own (see
+ * test/support/postgres-server.ts), migrated once.
+ */
+import pg from "pg";
+import postgres from "postgres";
+import { type PostgresStore, postgresStore, type PostgresStoreOptions } from "../../packages/postgres/src/index.ts";
+import { type TestDatabase, testDatabase } from "../support/postgres-server.ts";
+
+export type ClientName = "pg" | "postgres.js";
+export const CLIENTS: readonly ClientName[] = ["pg", "postgres.js"];
+
+export interface PostgresHarness {
+  readonly db: TestDatabase;
+  /** A store on this database through the harness's client. */
+  store(clock: "server" | "local", options?: Omit<PostgresStoreOptions, "client">): PostgresStore;
+  /** Runs SQL as the superuser on this database (for inspecting rows). */
+  query<T = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+/** A database, a pool of `client` on it, the migration run. */
+export async function postgresHarness(client: ClientName, poolSize = 10): Promise<PostgresHarness> {
+  const db = await testDatabase();
+  const admin = new pg.Pool({ ...db.connection, max: 2 });
+  let connection: pg.Pool | postgres.Sql;
+  if (client === "pg") connection = new pg.Pool({ ...db.connection, max: poolSize });
+  else connection = postgres({ ...db.connection, max: poolSize, onnotice: () => undefined });
+  const make = (clock: "server" | "local", options: Omit<PostgresStoreOptions, "client"> = {}): PostgresStore =>
+    postgresStore({ client: connection, clock, ...options });
+  await make("server").migrate();
+  return {
+    db,
+    store: make,
+    async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
+      return (await admin.query(text, values)).rows as T[];
+    },
+    async close() {
+      if (client === "pg") await (connection as pg.Pool).end();
+      else await (connection as postgres.Sql).end({ timeout: 5 });
+      await admin.end();
+      await db.drop();
+    },
+  };
+}
