@@ -184,7 +184,10 @@ let privateServer: Promise<PrivatePostgres> | undefined;
 function install(): boolean {
   if (postgresBinaries() !== undefined) return true;
   if (process.getuid?.() !== 0 || spawnSync("which", ["apt-get"]).status !== 0) return false;
-  spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "postgresql"], { stdio: "ignore", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "postgresql"], {
+    stdio: "ignore",
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
   return postgresBinaries() !== undefined;
 }
 

@@ -46,8 +46,7 @@ export function runnerOf(client: PgClientLike | PostgresJsLike, kind: "pg" | "po
 export const floats = (values: readonly number[]): string => `{${values.join(",")}}`;
 
 /** A text[] parameter, as an array literal with every element quoted. */
-export const texts = (values: readonly string[]): string =>
-  `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(",")}}`;
+export const texts = (values: readonly string[]): string => `{${values.map((v) => `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(",")}}`;
 
 /** SQLSTATEs that mean the database is not set up for the store (not a passing failure). */
 const SETUP_PROBLEMS: Readonly<Record<string, string>> = {
@@ -67,7 +66,7 @@ export function storeError(where: string, op: string, error: unknown, schema: st
   let text: string;
   if (problem === "missing") {
     text =
-      `${where}: ${op} failed because the store's tables or functions are missing in schema "${schema}" (${message}). Run \`await store.migrate()\` once (or apply the SQL that \`migrationSql({ schema: "${schema}", table: "${table}" })\` or \`npx floodgate-postgres --schema ${schema}\` prints), or pass the \`schema\`/\`table\` the migration used.`;
+      `${where}: ${op} failed because the store's tables or functions are missing in schema "${schema}" (${message}). Run \`await store.migrate()\` once (or apply the SQL that \`migrationSql({ schema: "${schema}", table: "${table}" })\` prints; the default one ships as @floodgate/postgres/migration.sql), or pass the \`schema\`/\`table\` the migration used.`;
   } else if (problem === "read-only") {
     text =
       `${where}: ${op} failed because the server is read-only (a replica, or default_transaction_read_only): every decision writes. Connect the store to the primary (${message}).`;

@@ -51,7 +51,9 @@ export function checkOptions(options: PostgresStoreOptions): PostgresStoreOption
   for (const flag of ["prepare", "unlogged"]) {
     if (o[flag] !== undefined && typeof o[flag] !== "boolean") fail(flag, "true or false", o[flag]);
   }
-  if (o.sweepEvery !== undefined && !whole(o.sweepEvery, 0, 1e9)) fail("sweepEvery", "a whole number from 0 (never) to 1000000000", o.sweepEvery);
+  if (o.sweepEvery !== undefined && !whole(o.sweepEvery, 0, 1e9)) {
+    fail("sweepEvery", "a whole number from 0 (never) to 1000000000", o.sweepEvery);
+  }
   if (o.sweepBatch !== undefined && !whole(o.sweepBatch, 1, 1e6)) fail("sweepBatch", "a whole number from 1 to 1000000", o.sweepBatch);
   return options;
 }

@@ -94,7 +94,10 @@ class PgStore implements PostgresStore {
     this.#sweepBatch = o.sweepBatch ?? 100;
     const f = (fn: string, args: string): string => named(`SELECT @S.@T_${fn}(${args})`, this.names);
     this.#sql = {
-      consume: f("consume", "$1::text, $2::text, $3::float8[], $4::float8[], $5::float8[], $6::float8, $7::float8, $8::text, $9::float8, $10::int"),
+      consume: f(
+        "consume",
+        "$1::text, $2::text, $3::float8[], $4::float8[], $5::float8[], $6::float8, $7::float8, $8::text, $9::float8, $10::int",
+      ),
       refund: f("refund", "$1::text, $2::text, $3::float8[], $4::float8[], $5::float8, $6::float8, $7::float8[]"),
       settle: f("settle", "$1::text, $2::text, $3::float8[], $4::float8[], $5::text, $6::float8, $7::float8"),
       admin: f("admin", "$1::text, $2::text, $3::float8[], $4::float8[], $5::text, $6::float8, $7::float8"),
@@ -242,7 +245,15 @@ class PgStore implements PostgresStore {
 
   async #admin(set: PolicySet, key: string, op: "r" | "p" | "b" | "u", amount: number, nowMs: number): Promise<void> {
     const p = this.#prepare(set);
-    await this.#call("admin", [keyOf(set.prefix, key), p.kinds, p.lims, p.pars, op, amount, op === "p" || op === "b" ? this.#now(nowMs) : null]);
+    await this.#call("admin", [
+      keyOf(set.prefix, key),
+      p.kinds,
+      p.lims,
+      p.pars,
+      op,
+      amount,
+      op === "p" || op === "b" ? this.#now(nowMs) : null,
+    ]);
   }
 
   #now(nowMs: number): number | null {
@@ -304,9 +315,7 @@ class PgStore implements PostgresStore {
  * refills in a lease's life (the reserve that keeps leased mode within the limit; docs/leases.md).
  */
 function leasedLimits(policies: readonly Policy[], lifeMs: number): number[] {
-  return policies.map((p) =>
-    p.kind === "token-bucket" ? p.limit - Math.ceil((lifeMs * 1000) / Math.round(p.intervalMs * 1000)) : p.limit
-  );
+  return policies.map((p) => p.kind === "token-bucket" ? p.limit - Math.ceil((lifeMs * 1000) / Math.round(p.intervalMs * 1000)) : p.limit);
 }
 
 /**

@@ -52,8 +52,10 @@ LOOP
 ${READ}${NOW}r := array_fill(0::float8, ARRAY[1 + 4 * n]);
 c := CASE WHEN cost > 0 THEN cost ELSE 1 END;
 allowed := true; ch := false;
-${EACH(`${APPLY}IF r[i] = 0 THEN allowed := false; END IF;
-`)}r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+${
+  EACH(`${APPLY}IF r[i] = 0 THEN allowed := false; END IF;
+`)
+}r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
 IF bl > nw THEN
 ${OVERRIDE_BLOCKED}  EXIT;
 END IF;
@@ -71,8 +73,10 @@ ${OVERRIDE_BLOCKED}${WRITE}    CONTINUE WHEN nrows = 0;
 END IF;
 EXIT WHEN NOT allowed OR cost <= 0;
 ch := true; expiry := 0; marks := '{}';
-${EACH(`${APPLY}expiry := greatest(expiry, ex); marks := marks || mk;
-`)}xp := greatest(expiry, bl);
+${
+  EACH(`${APPLY}expiry := greatest(expiry, ex); marks := marks || mk;
+`)
+}xp := greatest(expiry, bl);
 IF rid IS NOT NULL THEN
   INSERT INTO @S.@T_ledger (key, id, rec, expires_at_us) VALUES (k, rid, ARRAY[cost] || marks, floor(nw + ttl * 1000))
     ON CONFLICT (key, id) DO NOTHING;
@@ -99,9 +103,11 @@ ${DECLARE}  ${BLANK}BEGIN
 n := length(kinds);
 ${READ}IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN RETURN; END IF;
 ${NOW}c := cost; expiry := 0;
-${EACH(`m := mks[p]; c := cost;
+${
+  EACH(`m := mks[p]; c := cost;
 ${REFUND}expiry := greatest(expiry, ex);
-`)}xp := greatest(expiry, bl);
+`)
+}xp := greatest(expiry, bl);
 ${WRITE}END
 $fn$;
 `;
@@ -119,9 +125,11 @@ ${READ}${NOW}DELETE FROM @S.@T_ledger l WHERE l.key = k AND l.id = rid RETURNING
 IF rc IS NULL OR rc_xp <= nw THEN RETURN false; END IF;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds OR cardinality(rc) <> n + 1 THEN RETURN true; END IF;
 es := rc[1]; ac := act; expiry := 0;
-${EACH(`m := rc[1 + p];
+${
+  EACH(`m := rc[1 + p];
 ${SETTLE}expiry := greatest(expiry, ex);
-`)}xp := greatest(expiry, bl);
+`)
+}xp := greatest(expiry, bl);
 ${WRITE}RETURN true;
 END
 $fn$;
@@ -150,14 +158,16 @@ ELSIF op = 'b' THEN
 ELSE
   expiry := xp;
   r := array_fill(0::float8, ARRAY[5]);
-${EACH(`c := 1; ch := false; i := 2;
+${
+  EACH(`c := 1; ch := false; i := 2;
 ${APPLY}c := least(amount, r[3]);
 IF c > 0 THEN
   ch := true;
   IF kd IN ('l', 'c') THEN lo := lo - st[o]::int; END IF;
 ${APPLY}expiry := greatest(expiry, ex);
 END IF;
-`)}  xp := expiry;
+`)
+}  xp := expiry;
 END IF;
 xp := greatest(xp, bl);
 ${WRITE}EXIT WHEN nrows > 0;

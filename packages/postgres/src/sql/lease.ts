@@ -18,17 +18,22 @@ import { BLANK, DECLARE, EACH, NOW, POLICY, READ } from "./common.ts";
 
 /** Evaluates every policy at cost c into a fresh r (nothing charged); `allowed` says whether all admit. */
 const EVAL_ALL = `r := array_fill(0::float8, ARRAY[1 + 4 * n]); allowed := true; ch := false;
-${EACH(`${APPLY}IF r[i] = 0 THEN allowed := false; END IF;
-`)}r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+${
+  EACH(`${APPLY}IF r[i] = 0 THEN allowed := false; END IF;
+`)
+}r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
 `;
 
 /** Charges c to every policy (already known to admit it); r gets the figures after charging, marks the marks. */
 const COMMIT_ALL = `ch := true; marks := '{}'; expiry := 0;
-${EACH(`${APPLY}marks := marks || mk; expiry := greatest(expiry, ex);
-`)}xp := greatest(xp, expiry);
+${
+  EACH(`${APPLY}marks := marks || mk; expiry := greatest(expiry, ex);
+`)
+}xp := greatest(xp, expiry);
 `;
 
-export const LEASE_FUNCTION = `CREATE OR REPLACE FUNCTION @S.@T_lease(k text, kinds text, lims float8[], pars float8[], req float8, want float8,
+export const LEASE_FUNCTION =
+  `CREATE OR REPLACE FUNCTION @S.@T_lease(k text, kinds text, lims float8[], pars float8[], req float8, want float8,
   life float8, minlife float8, lid text, ret_ids text[], ret_unspent float8[], nw float8) RETURNS float8[]
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}  rn int; g float8; wend float8; rest float8; saved float8[];
@@ -51,8 +56,10 @@ FOR q IN 1..coalesce(cardinality(ret_ids), 0) LOOP
   IF rc IS NOT NULL AND rc_xp > nw AND cardinality(rc) = rn THEN
     c := least(ret_unspent[q], rc[rn - 2]);
     IF c > 0 THEN
-${EACH(`m := rc[1 + 4 * n + p];
-${REFUND}`)}    END IF;
+${
+    EACH(`m := rc[1 + 4 * n + p];
+${REFUND}`)
+  }    END IF;
   END IF;
 END LOOP;
 c := CASE WHEN req > 0 THEN req ELSE 1 END;
