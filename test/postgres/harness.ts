@@ -23,9 +23,14 @@ export interface PostgresHarness {
 export async function postgresHarness(client: ClientName, poolSize = 10): Promise<PostgresHarness> {
   const db = await testDatabase();
   const admin = new pg.Pool({ ...db.connection, max: 2 });
+  // Dropping the database ends idle connections: the pools report it here (else it would throw).
+  admin.on("error", () => undefined);
   let connection: pg.Pool | postgres.Sql;
-  if (client === "pg") connection = new pg.Pool({ ...db.connection, max: poolSize });
-  else connection = postgres({ ...db.connection, max: poolSize, onnotice: () => undefined });
+  if (client === "pg") {
+    const pool = new pg.Pool({ ...db.connection, max: poolSize });
+    pool.on("error", () => undefined);
+    connection = pool;
+  } else connection = postgres({ ...db.connection, max: poolSize, onnotice: () => undefined });
   const make = (clock: "server" | "local", options: Omit<PostgresStoreOptions, "client"> = {}): PostgresStore =>
     postgresStore({ client: connection, clock, ...options });
   await make("server").migrate();
