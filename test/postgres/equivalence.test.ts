@@ -62,12 +62,14 @@ async function replay(reference: RateLimitStore, subject: RateLimitStore, set: P
     const both = async <T>(call: (s: RateLimitStore) => T | Promise<T>): Promise<[T, T]> => [await call(reference), await call(subject)];
     if (op.kind === "consume" || op.kind === "peek" || op.kind === "reserve") {
       const id = `r${++reservation}`;
+      const { kind, key } = op;
+      const cost = "cost" in op ? op.cost : 1;
       const [expected, actual] = await both((s) =>
-        op.kind === "consume"
-          ? s.consume(set, op.key, op.cost, now)
-          : op.kind === "peek"
-          ? s.peek(set, op.key, now)
-          : s.reserve!(set, op.key, op.cost, now, id, 20_000)
+        kind === "consume"
+          ? s.consume(set, key, cost, now)
+          : kind === "peek"
+          ? s.peek(set, key, now)
+          : s.reserve!(set, key, cost, now, id, 20_000)
       );
       expect([...actual], where).toEqual([...expected]);
       if (op.kind !== "peek" && expected[0] === 1) marks.set(op.key, expected.slice(1 + set.policies.length * 4));
