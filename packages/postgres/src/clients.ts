@@ -66,7 +66,7 @@ export function storeError(where: string, op: string, error: unknown, schema: st
   let text: string;
   if (problem === "missing") {
     text =
-      `${where}: ${op} failed because the store's tables or functions are missing in schema "${schema}" (${message}). Run \`await store.migrate()\` once (or apply the SQL that \`migrationSql({ schema: "${schema}", table: "${table}" })\` prints; the default one ships as @floodgate/postgres/migration.sql), or pass the \`schema\`/\`table\` the migration used.`;
+      `${where}: ${op} failed because the store's tables or functions are missing in schema "${schema}" (${message}). Run \`await store.migrate()\` once (or apply the SQL that \`migrationSql({ schema: "${schema}", table: "${table}" })\` prints; the default one ships in the package as sql/migration.sql), or pass the \`schema\`/\`table\` the migration used.`;
   } else if (problem === "read-only") {
     text =
       `${where}: ${op} failed because the server is read-only (a replica, or default_transaction_read_only): every decision writes. Connect the store to the primary (${message}).`;
