@@ -8,14 +8,26 @@ import { FloodgateError } from "@floodgate/core/store";
 
 /** What the store needs of node-postgres: a `Pool`, a `Client` or a `PoolClient` (`pg`). */
 export interface PgClientLike {
-  query(config: { name?: string; text: string; values: unknown[]; rowMode: "array" }): Promise<{ rows: unknown[][] }>;
+  /** Runs one statement (named: prepared once per connection); the store reads its rows as arrays. */
+  query(config: { name?: string; text: string; values: unknown[]; rowMode: "array" }): Promise<PgArrayResult>;
+}
+
+/** A node-postgres result in `rowMode: "array"`. */
+export interface PgArrayResult {
+  /** Each row as an array of its columns. */
+  rows: unknown[][];
+}
+
+/** A postgres.js query: a promise of its rows that can also answer them as arrays of columns. */
+export interface PostgresJsQuery extends PromiseLike<unknown> {
+  /** The rows as arrays of their columns. */
+  values(): PromiseLike<unknown[][]>;
 }
 
 /** What the store needs of postgres.js: the `sql` function `postgres()` returns (or a `reserve()`d one). */
 export interface PostgresJsLike {
-  unsafe(query: string, parameters?: unknown[], options?: { prepare?: boolean }): PromiseLike<unknown> & {
-    values(): PromiseLike<unknown[][]>;
-  };
+  /** Runs one statement with parameters (prepared once per connection with `prepare`). */
+  unsafe(query: string, parameters?: unknown[], options?: { prepare?: boolean }): PostgresJsQuery;
 }
 
 /** One statement, one round trip: answers the first column of the first row (undefined without rows). */

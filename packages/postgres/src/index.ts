@@ -7,5 +7,5 @@
  */
 export { type PostgresStore, postgresStore } from "./store.ts";
 export type { PostgresStoreOptions } from "./options.ts";
-export type { PgClientLike, PostgresJsLike } from "./clients.ts";
+export type { PgArrayResult, PgClientLike, PostgresJsLike, PostgresJsQuery } from "./clients.ts";
 export { type MigrationOptions, migrationSql, SCHEMA_VERSION, type SqlNames } from "./sql/migration.ts";
