@@ -124,6 +124,23 @@ describe.skipIf(unavailable !== undefined)("postgresStore lifecycle", () => {
     expect(n).toBeGreaterThan(0);
   });
 
+  it("identifiers of up to 1,024 characters of any script each have their own row", async () => {
+    const limiter = createRateLimiter({
+      policy: fixedWindow({ limit: 3, window: "1h" }),
+      store: postgresStore({ client: pool }),
+      prefix: uniquePrefix(),
+    });
+    const long = (seed: number): string =>
+      Array.from({ length: 1024 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919 + seed) % 20000))).join("");
+    const [a, b] = [long(1), long(2)];
+    expect((await limiter.limit(a, { cost: 2 })).remaining).toBe(1);
+    expect((await limiter.limit(b)).remaining).toBe(2);
+    expect((await limiter.peek(a)).remaining).toBe(1);
+    await limiter.reset(a);
+    expect((await limiter.peek(a)).remaining).toBe(3);
+    expect((await limiter.peek(b)).remaining).toBe(2);
+  });
+
   it("rejects bad options with the option named", () => {
     expect(() => postgresStore({ client: {} as never })).toThrow(/`client` must be a node-postgres Pool/);
     expect(() => postgresStore({ client: pool, schema: "Bad-Name" })).toThrow(/`schema` must be a lower-case SQL identifier/);

@@ -39,6 +39,9 @@ DECLARE
   blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
     WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
 n := length(kinds);
 LOOP
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
@@ -335,6 +338,9 @@ DECLARE
   blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
     WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
 n := length(kinds);
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
@@ -417,6 +423,9 @@ DECLARE
   blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
     WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
 n := length(kinds);
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
@@ -552,6 +561,9 @@ DECLARE
   blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
     WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
 IF op = 'r' THEN
   DELETE FROM floodgate.limits s WHERE s.key = k;
   DELETE FROM floodgate.limits_ledger l WHERE l.key = k;
@@ -816,6 +828,9 @@ DECLARE
   blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
     WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
 n := length(kinds); rn := 1 + 5 * n + 3;
 -- The row first (a blank one for a new key), locked: returns and charges then write it in place.
 LOOP

@@ -62,3 +62,13 @@ END LOOP;
 export const BLANK = `blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN ${WIDTH.t} WHEN 'f' THEN ${WIDTH.f}
     WHEN 's' THEN ${WIDTH.s} ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 `;
+
+/**
+ * A key too long for a btree entry (an identifier of 1,024 characters is up to 6 KB of UTF-8)
+ * becomes `<prefix>}<sha256 of the key>`: no other key has a `}` right after the prefix (the
+ * prefix has no braces; an identifier's key starts with `{`), so none can spell it.
+ */
+export const LONG_KEY = `IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
+`;

@@ -1,5 +1,5 @@
 import { APPLY, REFUND, SETTLE } from "./algorithms.ts";
-import { BLANK, DECLARE, EACH, NOW, READ, WRITE } from "./common.ts";
+import { BLANK, DECLARE, EACH, LONG_KEY, NOW, READ, WRITE } from "./common.ts";
 import { LEASE_FUNCTION } from "./lease.ts";
 
 /*
@@ -47,7 +47,7 @@ const CONSUME = `CREATE OR REPLACE FUNCTION @S.@T_consume(k text, kinds text, li
   cost float8, nw float8, rid text, ttl float8, sweep int) RETURNS float8[]
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}  ${BLANK}BEGIN
-n := length(kinds);
+${LONG_KEY}n := length(kinds);
 LOOP
 ${READ}${NOW}r := array_fill(0::float8, ARRAY[1 + 4 * n]);
 c := CASE WHEN cost > 0 THEN cost ELSE 1 END;
@@ -100,7 +100,7 @@ const REFUND_FN = `CREATE OR REPLACE FUNCTION @S.@T_refund(k text, kinds text, l
   mks float8[]) RETURNS void
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}  ${BLANK}BEGIN
-n := length(kinds);
+${LONG_KEY}n := length(kinds);
 ${READ}IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN RETURN; END IF;
 ${NOW}c := cost; expiry := 0;
 ${
@@ -120,7 +120,7 @@ const SETTLE_FN = `CREATE OR REPLACE FUNCTION @S.@T_settle(k text, kinds text, l
   nw float8) RETURNS boolean
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}  ${BLANK}BEGIN
-n := length(kinds);
+${LONG_KEY}n := length(kinds);
 ${READ}${NOW}DELETE FROM @S.@T_ledger l WHERE l.key = k AND l.id = rid RETURNING l.rec, l.expires_at_us INTO rc, rc_xp;
 IF rc IS NULL OR rc_xp <= nw THEN RETURN false; END IF;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds OR cardinality(rc) <> n + 1 THEN RETURN true; END IF;
@@ -143,7 +143,7 @@ const ADMIN_FN = `CREATE OR REPLACE FUNCTION @S.@T_admin(k text, kinds text, lim
   nw float8) RETURNS void
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}  ${BLANK}BEGIN
-IF op = 'r' THEN
+${LONG_KEY}IF op = 'r' THEN
   DELETE FROM @S.@T s WHERE s.key = k;
   DELETE FROM @S.@T_ledger l WHERE l.key = k;
   RETURN;

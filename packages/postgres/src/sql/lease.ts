@@ -1,5 +1,5 @@
 import { APPLY, REFUND } from "./algorithms.ts";
-import { BLANK, DECLARE, EACH, NOW, POLICY, READ } from "./common.ts";
+import { BLANK, DECLARE, EACH, LONG_KEY, NOW, POLICY, READ } from "./common.ts";
 
 /*
  * The lease function: the Redis lease script (packages/core/src/stores/redis/lease-lua.ts) in
@@ -38,7 +38,7 @@ export const LEASE_FUNCTION =
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}  rn int; g float8; wend float8; rest float8; saved float8[];
   ${BLANK}BEGIN
-n := length(kinds); rn := 1 + 5 * n + 3;
+${LONG_KEY}n := length(kinds); rn := 1 + 5 * n + 3;
 -- The row first (a blank one for a new key), locked: returns and charges then write it in place.
 LOOP
 ${READ}  EXIT WHEN found_row;
