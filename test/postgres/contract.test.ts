@@ -1,8 +1,10 @@
 /**
- * The store contract, reservations included, over both clients on a real PostgreSQL server.
+ * The public store contract (@floodgate/testing, as a store author runs it), every capability
+ * included (reservations, leases, blocks, racing clients), over both clients on a real
+ * PostgreSQL server.
  */
 import { describe, it } from "vitest";
-import { storeContract } from "../stores/store-contract.ts";
+import { storeContract } from "@floodgate/testing";
 import { postgresUnavailable } from "../support/postgres-server.ts";
 import { CLIENTS, postgresHarness } from "./harness.ts";
 

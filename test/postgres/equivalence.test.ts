@@ -19,7 +19,8 @@ import {
 } from "../../packages/core/src/index.ts";
 import { example, KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
-import { kvStore, VersionedMap } from "../stores/kv-store.ts";
+import { kvStore } from "../../examples/custom-store/kv-store.ts";
+import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { GRAIN_MS, policySets } from "../redis/policy-arbitraries.ts";
 import { postgresUnavailable } from "../support/postgres-server.ts";
 import { CLIENTS, type PostgresHarness, postgresHarness } from "./harness.ts";
