@@ -19,8 +19,8 @@ export interface PostgresHarness {
   close(): Promise<void>;
 }
 
-/** A database, a pool of `client` on it, the migration run. */
-export async function postgresHarness(client: ClientName, poolSize = 10): Promise<PostgresHarness> {
+/** A database, a pool of `client` on it, the migration run (`unlogged`: its tables UNLOGGED). */
+export async function postgresHarness(client: ClientName, poolSize = 10, unlogged = false): Promise<PostgresHarness> {
   const db = await testDatabase();
   const admin = new pg.Pool({ ...db.connection, max: 2 });
   // Dropping the database ends idle connections: the pools report it here (else it would throw).
@@ -33,7 +33,7 @@ export async function postgresHarness(client: ClientName, poolSize = 10): Promis
   } else connection = postgres({ ...db.connection, max: poolSize, onnotice: () => undefined });
   const make = (clock: "server" | "local", options: Omit<PostgresStoreOptions, "client"> = {}): PostgresStore =>
     postgresStore({ client: connection, clock, ...options });
-  await make("server").migrate();
+  await make("server", { unlogged }).migrate();
   return {
     db,
     store: make,
