@@ -151,6 +151,27 @@ describe.skipIf(unavailable !== undefined).each(CLIENTS)("equivalence with the s
     await check(true, 80);
   }, 240_000);
 
+  it("traces the random ones found: a peek that tidies a log, then the clock back; a settle after a reset", async () => {
+    const log = (limit: number) => Object.freeze({ ...example("sliding-log", limit, 1000), name: `p${limit}` });
+    const traces: [PolicySet["policies"], Op[]][] = [
+      [[log(1), log(2)], [
+        { kind: "reserve", key: "b", cost: 1, dt: 0 },
+        { kind: "peek", key: "b", dt: 1000 },
+        { kind: "consume", key: "b", cost: 1, dt: -1000 },
+      ]],
+      [[tokenBucket({ capacity: 1, refillRate: 1 })], [
+        { kind: "reserve", key: "a", cost: 1, dt: 0 },
+        { kind: "reset", key: "a", dt: 0 },
+        { kind: "settle", key: "a", dt: 0, actual: 0 },
+        { kind: "consume", key: "a", cost: 1, dt: 0 },
+      ]],
+    ];
+    for (const [policies, ops] of traces) {
+      const set: PolicySet = Object.freeze({ prefix: uniquePrefix(), policies: Object.freeze(policies) });
+      await replay(memoryStore(), h.store("local"), set, T0, ops);
+    }
+  });
+
   it("identical results at microsecond times on one forward-moving trace", async () => {
     const policies = [
       ...KINDS.map((kind, i) => example(kind, 5 + i, 60_000)),

@@ -35,9 +35,7 @@ DECLARE
   n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
   kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
   tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
-  es float8; ac float8; allowed boolean; expiry float8; bm float8;
-  blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
-    WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
 BEGIN
 IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
@@ -47,7 +45,8 @@ LOOP
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
-IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := blank; lg := '{}'; xp := 0; bl := 0; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
 IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
 r := array_fill(0::float8, ARRAY[1 + 4 * n]);
 c := CASE WHEN cost > 0 THEN cost ELSE 1 END;
@@ -129,7 +128,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN
@@ -162,6 +161,9 @@ FOR p IN 1..n LOOP
   IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
   IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
 END LOOP;
+IF tidied AND found_row AND stored_kinds = kinds THEN
+  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+END IF;
   EXIT;
 END IF;
 IF NOT allowed AND cost > 0 AND blocks IS NOT NULL THEN
@@ -192,7 +194,12 @@ END IF;
     EXIT;
   END IF;
 END IF;
-EXIT WHEN NOT allowed OR cost <= 0;
+IF NOT allowed OR cost <= 0 THEN
+IF tidied AND found_row AND stored_kinds = kinds THEN
+  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+END IF;
+  EXIT;
+END IF;
 ch := true; expiry := 0; marks := '{}';
 o := 1; lo := 0;
 FOR p IN 1..n LOOP
@@ -271,7 +278,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN
@@ -334,9 +341,7 @@ DECLARE
   n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
   kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
   tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
-  es float8; ac float8; allowed boolean; expiry float8; bm float8;
-  blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
-    WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
 BEGIN
 IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
@@ -345,7 +350,8 @@ n := length(kinds);
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
-IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := blank; lg := '{}'; xp := 0; bl := 0; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN RETURN; END IF;
 IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
 c := cost; expiry := 0;
@@ -419,9 +425,7 @@ DECLARE
   n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
   kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
   tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
-  es float8; ac float8; allowed boolean; expiry float8; bm float8;
-  blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
-    WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
 BEGIN
 IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
@@ -430,7 +434,8 @@ n := length(kinds);
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
-IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := blank; lg := '{}'; xp := 0; bl := 0; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
 IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
 DELETE FROM floodgate.limits_ledger l WHERE l.key = k AND l.id = rid RETURNING l.rec, l.expires_at_us INTO rc, rc_xp;
 IF rc IS NULL OR rc_xp <= nw THEN RETURN false; END IF;
@@ -557,16 +562,14 @@ DECLARE
   n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
   kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
   tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
-  es float8; ac float8; allowed boolean; expiry float8; bm float8;
-  blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
-    WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
 BEGIN
 IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 IF op = 'r' THEN
+  -- The ledger stays, as on Redis: a reservation made before the reset still settles (into nothing).
   DELETE FROM floodgate.limits s WHERE s.key = k;
-  DELETE FROM floodgate.limits_ledger l WHERE l.key = k;
   RETURN;
 END IF;
 n := length(kinds);
@@ -574,7 +577,8 @@ LOOP
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
-IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := blank; lg := '{}'; xp := 0; bl := 0; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
 IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
 IF op = 'u' THEN
   IF NOT found_row OR bl <= 0 THEN RETURN; END IF;
@@ -662,7 +666,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN
@@ -760,7 +764,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN
@@ -823,10 +827,8 @@ DECLARE
   n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
   kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
   tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
-  es float8; ac float8; allowed boolean; expiry float8; bm float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
   rn int; g float8; wend float8; rest float8; saved float8[];
-  blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN 1 WHEN 'f' THEN 2
-    WHEN 's' THEN 3 ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 BEGIN
 IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
@@ -837,9 +839,11 @@ LOOP
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
-IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := blank; lg := '{}'; xp := 0; bl := 0; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
   EXIT WHEN found_row;
-  INSERT INTO floodgate.limits (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, blank, '{}', 0, 0)
+  INSERT INTO floodgate.limits (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]), '{}', 0, 0)
     ON CONFLICT (key) DO NOTHING;
 END LOOP;
 IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
@@ -984,7 +988,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN
@@ -1101,7 +1105,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN
@@ -1204,7 +1208,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN
@@ -1312,7 +1316,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN

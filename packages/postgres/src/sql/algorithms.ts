@@ -13,6 +13,7 @@
  *   r     float8[]  the result; i: where this policy's four figures start
  *   ex    float8    the state's expiry (µs) the operation leaves; mk: the charge's mark
  *   m     float8    the mark a refund or settle goes into (NULL: into the current state)
+ *   tidied boolean   set when a log dropped entries that left its window (then written, even on a peek)
  * Layout in st: token bucket [arrival time]; fixed window [index, count]; sliding window
  * [index, current, previous]; sliding log and concurrency [entries] with the entries in lg.
  */
@@ -111,7 +112,7 @@ cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
 tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
 d := 0;
 WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
-IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; END IF;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
 IF cn + cc <= lim THEN
   r[i] := 1; r[i + 3] := 0;
   IF ch THEN

@@ -13,12 +13,19 @@ export const DECLARE = `DECLARE
   n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
   kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
   tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
-  es float8; ac float8; allowed boolean; expiry float8; bm float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
 `;
 
 /** Reads now (µs) from the database's clock, after the row lock, unless the caller passed it. */
 export const NOW = `IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
 `;
+
+/**
+ * A blank state's numbers for the set's kinds (zeros): one per kind, two more per sliding window,
+ * one more per fixed window. An expression, not a query: computed only when a row is missing.
+ */
+export const BLANK_STATE = `array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))])`;
 
 /**
  * Locks and reads the key's row into st, lg, bl, xp; `found_row` says whether it exists. State
@@ -28,7 +35,7 @@ export const NOW = `IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()
 export const READ = `SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM @S.@T s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
-IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := blank; lg := '{}'; xp := 0; bl := 0; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := ${BLANK_STATE}; lg := '{}'; xp := 0; bl := 0; END IF;
 `;
 
 /**
@@ -56,11 +63,6 @@ export const EACH = (body: string): string =>
 FOR p IN 1..n LOOP
 ${POLICY}${body}o := o + CASE kd WHEN 't' THEN ${WIDTH.t} WHEN 'f' THEN ${WIDTH.f} WHEN 's' THEN ${WIDTH.s} ELSE 1 END;
 END LOOP;
-`;
-
-/** A blank state's numbers for the set's kinds (zeros), declared after DECLARE. */
-export const BLANK = `blank float8[] := array_fill(0::float8, ARRAY[(SELECT sum(CASE ch2 WHEN 't' THEN ${WIDTH.t} WHEN 'f' THEN ${WIDTH.f}
-    WHEN 's' THEN ${WIDTH.s} ELSE 1 END)::int FROM unnest(string_to_array(kinds, NULL)) ch2)]);
 `;
 
 /**

@@ -1,5 +1,5 @@
 import { APPLY, REFUND, SETTLE } from "./algorithms.ts";
-import { BLANK, DECLARE, EACH, LONG_KEY, NOW, READ, WRITE } from "./common.ts";
+import { DECLARE, EACH, LONG_KEY, NOW, READ, WRITE } from "./common.ts";
 import { LEASE_FUNCTION } from "./lease.ts";
 
 /*
@@ -29,6 +29,15 @@ FOR p IN 1..n LOOP
 END LOOP;
 `;
 
+/**
+ * A peek or a denial writes nothing, except a log's entries that left the window (dropped as
+ * every store drops them: a clock stepping back must not find them again).
+ */
+const WRITE_TIDIED = `IF tidied AND found_row AND stored_kinds = kinds THEN
+  UPDATE @S.@T s SET nums = st, logs = lg WHERE s.key = k;
+END IF;
+`;
+
 /** Deletes up to `sweep` expired rows of each table (skipping rows in use): bounded, never waits. */
 const SWEEP_BODY = `DELETE FROM @S.@T WHERE key IN (SELECT t.key FROM @S.@T t WHERE t.expires_at_us < nw
   ORDER BY t.expires_at_us LIMIT sweep FOR UPDATE SKIP LOCKED);
@@ -46,7 +55,7 @@ DELETE FROM @S.@T_ledger WHERE (key, id) IN (SELECT t.key, t.id FROM @S.@T_ledge
 const CONSUME = `CREATE OR REPLACE FUNCTION @S.@T_consume(k text, kinds text, lims float8[], pars float8[], blocks float8[],
   cost float8, nw float8, rid text, ttl float8, sweep int) RETURNS float8[]
 LANGUAGE plpgsql AS $fn$
-${DECLARE}  ${BLANK}BEGIN
+${DECLARE}BEGIN
 ${LONG_KEY}n := length(kinds);
 LOOP
 ${READ}${NOW}r := array_fill(0::float8, ARRAY[1 + 4 * n]);
@@ -57,7 +66,7 @@ ${
 `)
 }r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
 IF bl > nw THEN
-${OVERRIDE_BLOCKED}  EXIT;
+${OVERRIDE_BLOCKED}${WRITE_TIDIED}  EXIT;
 END IF;
 IF NOT allowed AND cost > 0 AND blocks IS NOT NULL THEN
   bm := 0;
@@ -71,7 +80,9 @@ ${OVERRIDE_BLOCKED}${WRITE}    CONTINUE WHEN nrows = 0;
     EXIT;
   END IF;
 END IF;
-EXIT WHEN NOT allowed OR cost <= 0;
+IF NOT allowed OR cost <= 0 THEN
+${WRITE_TIDIED}  EXIT;
+END IF;
 ch := true; expiry := 0; marks := '{}';
 ${
   EACH(`${APPLY}expiry := greatest(expiry, ex); marks := marks || mk;
@@ -99,7 +110,7 @@ $fn$;
 const REFUND_FN = `CREATE OR REPLACE FUNCTION @S.@T_refund(k text, kinds text, lims float8[], pars float8[], cost float8, nw float8,
   mks float8[]) RETURNS void
 LANGUAGE plpgsql AS $fn$
-${DECLARE}  ${BLANK}BEGIN
+${DECLARE}BEGIN
 ${LONG_KEY}n := length(kinds);
 ${READ}IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN RETURN; END IF;
 ${NOW}c := cost; expiry := 0;
@@ -119,7 +130,7 @@ $fn$;
 const SETTLE_FN = `CREATE OR REPLACE FUNCTION @S.@T_settle(k text, kinds text, lims float8[], pars float8[], rid text, act float8,
   nw float8) RETURNS boolean
 LANGUAGE plpgsql AS $fn$
-${DECLARE}  ${BLANK}BEGIN
+${DECLARE}BEGIN
 ${LONG_KEY}n := length(kinds);
 ${READ}${NOW}DELETE FROM @S.@T_ledger l WHERE l.key = k AND l.id = rid RETURNING l.rec, l.expires_at_us INTO rc, rc_xp;
 IF rc IS NULL OR rc_xp <= nw THEN RETURN false; END IF;
@@ -137,15 +148,15 @@ $fn$;
 
 /**
  * admin: op 'p' a penalty of amount units (each policy takes what it has left, up to it), 'b' a
- * block of amount ms from now, 'u' lifts the block, 'r' deletes the key's row and its ledger.
+ * block of amount ms from now, 'u' lifts the block, 'r' deletes the key's row.
  */
 const ADMIN_FN = `CREATE OR REPLACE FUNCTION @S.@T_admin(k text, kinds text, lims float8[], pars float8[], op text, amount float8,
   nw float8) RETURNS void
 LANGUAGE plpgsql AS $fn$
-${DECLARE}  ${BLANK}BEGIN
+${DECLARE}BEGIN
 ${LONG_KEY}IF op = 'r' THEN
+  -- The ledger stays, as on Redis: a reservation made before the reset still settles (into nothing).
   DELETE FROM @S.@T s WHERE s.key = k;
-  DELETE FROM @S.@T_ledger l WHERE l.key = k;
   RETURN;
 END IF;
 n := length(kinds);

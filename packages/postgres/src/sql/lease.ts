@@ -1,5 +1,5 @@
 import { APPLY, REFUND } from "./algorithms.ts";
-import { BLANK, DECLARE, EACH, LONG_KEY, NOW, POLICY, READ } from "./common.ts";
+import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, POLICY, READ } from "./common.ts";
 
 /*
  * The lease function: the Redis lease script (packages/core/src/stores/redis/lease-lua.ts) in
@@ -37,12 +37,12 @@ export const LEASE_FUNCTION =
   life float8, minlife float8, lid text, ret_ids text[], ret_unspent float8[], nw float8) RETURNS float8[]
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}  rn int; g float8; wend float8; rest float8; saved float8[];
-  ${BLANK}BEGIN
+BEGIN
 ${LONG_KEY}n := length(kinds); rn := 1 + 5 * n + 3;
 -- The row first (a blank one for a new key), locked: returns and charges then write it in place.
 LOOP
 ${READ}  EXIT WHEN found_row;
-  INSERT INTO @S.@T (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, blank, '{}', 0, 0)
+  INSERT INTO @S.@T (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, ${BLANK_STATE}, '{}', 0, 0)
     ON CONFLICT (key) DO NOTHING;
 END LOOP;
 ${NOW}SELECT l.rec INTO rc FROM @S.@T_ledger l WHERE l.key = k AND l.id = lid AND l.expires_at_us > nw;
