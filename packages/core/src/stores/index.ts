@@ -44,3 +44,4 @@ export {
   traitsOf,
 } from "../algorithms/algorithm.ts";
 export { ALGORITHMS, POLICY_KINDS } from "../algorithms/registry.ts";
+export { type DenyCachedStore, type DenyCacheOptions, withDenyCache } from "./deny-cache/deny-cache-store.ts";
