@@ -33,7 +33,16 @@ export async function postgresHarness(client: ClientName, poolSize = 10, unlogge
   } else connection = postgres({ ...db.connection, max: poolSize, onnotice: () => undefined });
   const make = (clock: "server" | "local", options: Omit<PostgresStoreOptions, "client"> = {}): PostgresStore =>
     postgresStore({ client: connection, clock, ...options });
-  await make("server", { unlogged }).migrate();
+  try {
+    await make("server", { unlogged }).migrate();
+  } catch (error) {
+    // The database is this run's: dropped even when the setup fails.
+    if (client === "pg") await (connection as pg.Pool).end();
+    else await (connection as postgres.Sql).end({ timeout: 5 });
+    await admin.end();
+    await db.drop();
+    throw error;
+  }
   return {
     db,
     store: make,
