@@ -88,7 +88,7 @@ mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin),
 // and testing, which runs in a test runner and is published to npm only.
-const packages = ["core", "hono", "express", "koa", "upstash-local", "testing"].filter((p) =>
+const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "postgres"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
 const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "testing");

@@ -1,0 +1,1361 @@
+-- Floodgate PostgreSQL store, schema version 1.
+BEGIN;
+SELECT pg_advisory_xact_lock(hashtext('floodgate:floodgate.limits'));
+CREATE SCHEMA IF NOT EXISTS floodgate;
+
+-- One row per identifier and limiter (key = prefix{identifier}): every policy's numbers in nums,
+-- the sliding logs' entries in logs, the end of a block; expires_at_us, when the row stops
+-- mattering (µs since the epoch). fillfactor leaves room for updates in place.
+CREATE TABLE IF NOT EXISTS floodgate.limits (
+  key text COLLATE "C" PRIMARY KEY,
+  set_kinds text NOT NULL,
+  nums float8[] NOT NULL,
+  logs float8[],
+  blocked_until_us float8 NOT NULL DEFAULT 0,
+  expires_at_us float8 NOT NULL
+) WITH (fillfactor = 70);
+CREATE INDEX IF NOT EXISTS limits_expires_at_us ON floodgate.limits (expires_at_us);
+
+-- Reservations and leases outstanding: per key and id, what was charged and where.
+CREATE TABLE IF NOT EXISTS floodgate.limits_ledger (
+  key text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  rec float8[] NOT NULL,
+  expires_at_us float8 NOT NULL,
+  PRIMARY KEY (key, id)
+);
+CREATE INDEX IF NOT EXISTS limits_ledger_expires_at_us ON floodgate.limits_ledger (expires_at_us);
+
+CREATE OR REPLACE FUNCTION floodgate.limits_consume(k text, kinds text, lims float8[], pars float8[], blocks float8[],
+  cost float8, nw float8, rid text, ttl float8, sweep int) RETURNS float8[]
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  st float8[]; lg float8[]; e float8[]; r float8[]; marks float8[]; rc float8[]; rc_xp float8;
+  found_row boolean; stored_kinds text; bl float8 := 0; xp float8 := 0; ex float8; mk float8; m float8;
+  n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
+  kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
+  tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
+BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
+n := length(kinds);
+LOOP
+SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+  INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+found_row := FOUND;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
+IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+r := array_fill(0::float8, ARRAY[1 + 4 * n]);
+c := CASE WHEN cost > 0 THEN cost ELSE 1 END;
+allowed := true; ch := false;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+IF r[i] = 0 THEN allowed := false; END IF;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+IF bl > nw THEN
+r := r[1 : 1 + 4 * n];
+r[1] := 0;
+FOR p IN 1..n LOOP
+  i := 2 + (p - 1) * 4;
+  r[i] := 0; r[i + 1] := 0;
+  IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
+  IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
+END LOOP;
+IF tidied AND found_row AND stored_kinds = kinds THEN
+  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+END IF;
+  EXIT;
+END IF;
+IF NOT allowed AND cost > 0 AND blocks IS NOT NULL THEN
+  bm := 0;
+  FOR p IN 1..n LOOP
+    IF r[2 + (p - 1) * 4] = 0 AND blocks[p] > bm THEN bm := blocks[p]; END IF;
+  END LOOP;
+  IF bm > 0 THEN
+    bl := nw + bm * 1000;
+    xp := greatest(xp, bl);
+r := r[1 : 1 + 4 * n];
+r[1] := 0;
+FOR p IN 1..n LOOP
+  i := 2 + (p - 1) * 4;
+  r[i] := 0; r[i + 1] := 0;
+  IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
+  IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
+END LOOP;
+IF found_row THEN
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  nrows := 1;
+ELSE
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+    ON CONFLICT (key) DO NOTHING;
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+END IF;
+    CONTINUE WHEN nrows = 0;
+    EXIT;
+  END IF;
+END IF;
+IF NOT allowed OR cost <= 0 THEN
+IF tidied AND found_row AND stored_kinds = kinds THEN
+  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+END IF;
+  EXIT;
+END IF;
+ch := true; expiry := 0; marks := '{}';
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+expiry := greatest(expiry, ex); marks := marks || mk;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+xp := greatest(expiry, bl);
+IF rid IS NOT NULL THEN
+  INSERT INTO floodgate.limits_ledger (key, id, rec, expires_at_us) VALUES (k, rid, ARRAY[cost] || marks, floor(nw + ttl * 1000))
+    ON CONFLICT (key, id) DO NOTHING;
+END IF;
+IF found_row THEN
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  nrows := 1;
+ELSE
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+    ON CONFLICT (key) DO NOTHING;
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+END IF;
+IF nrows = 0 THEN
+  DELETE FROM floodgate.limits_ledger l WHERE l.key = k AND l.id = rid;
+  CONTINUE;
+END IF;
+r := r || marks;
+EXIT;
+END LOOP;
+IF sweep > 0 THEN
+DELETE FROM floodgate.limits WHERE key IN (SELECT t.key FROM floodgate.limits t WHERE t.expires_at_us < nw
+  ORDER BY t.expires_at_us LIMIT sweep FOR UPDATE SKIP LOCKED);
+GET DIAGNOSTICS nrows = ROW_COUNT;
+DELETE FROM floodgate.limits_ledger WHERE (key, id) IN (SELECT t.key, t.id FROM floodgate.limits_ledger t WHERE t.expires_at_us < nw
+  ORDER BY t.expires_at_us LIMIT sweep FOR UPDATE SKIP LOCKED);
+END IF;
+RETURN r;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_refund(k text, kinds text, lims float8[], pars float8[], cost float8, nw float8,
+  mks float8[]) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  st float8[]; lg float8[]; e float8[]; r float8[]; marks float8[]; rc float8[]; rc_xp float8;
+  found_row boolean; stored_kinds text; bl float8 := 0; xp float8 := 0; ex float8; mk float8; m float8;
+  n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
+  kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
+  tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
+BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
+n := length(kinds);
+SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+  INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+found_row := FOUND;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN RETURN; END IF;
+IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+c := cost; expiry := 0;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+m := mks[p]; c := cost;
+CASE kd
+WHEN 't' THEN
+IF st[o] > nw AND (m IS NULL OR st[o] = m) THEN st[o] := greatest(nw, st[o] - c * par); END IF;
+ex := st[o];
+WHEN 'f' THEN
+sz := par * 1000;
+IF st[o] = greatest(floor(nw / sz), st[o]) AND (m IS NULL OR st[o] = m) THEN st[o + 1] := greatest(0, st[o + 1] - c); END IF;
+ex := (st[o] + 1) * sz;
+WHEN 's' THEN
+IF m IS NOT NULL THEN
+  IF st[o] = m THEN st[o + 1] := greatest(0, st[o + 1] - c);
+  ELSIF st[o] = m + 1 THEN st[o + 2] := greatest(0, st[o + 2] - c); END IF;
+  ex := (st[o] + 2) * par * 1000;
+ELSE
+  ix := greatest(floor(nw / (par * 1000)), st[o]);
+  cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+  pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+  tat := least(cu, c);
+  st[o] := ix; st[o + 1] := cu - tat; st[o + 2] := greatest(0, pv - (c - tat));
+  ex := (ix + 2) * par * 1000;
+END IF;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' AND m IS NOT NULL THEN 1 ELSE c END;
+IF m IS NOT NULL THEN
+d := 0;
+FOR q IN REVERSE cn..1 LOOP
+  EXIT WHEN d >= cc;
+  IF e[q] = m THEN e := e[1 : q - 1] || e[q + 1 :]; d := d + 1; END IF;
+END LOOP;
+ELSE
+  e := e[1 : greatest(0, cn - cc)::int];
+END IF;
+cn := cardinality(e);
+ex := CASE WHEN cn > 0 THEN e[cn] + sz ELSE 0 END;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+expiry := greatest(expiry, ex);
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+xp := greatest(expiry, bl);
+IF found_row THEN
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  nrows := 1;
+ELSE
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+    ON CONFLICT (key) DO NOTHING;
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+END IF;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_settle(k text, kinds text, lims float8[], pars float8[], rid text, act float8,
+  nw float8) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  st float8[]; lg float8[]; e float8[]; r float8[]; marks float8[]; rc float8[]; rc_xp float8;
+  found_row boolean; stored_kinds text; bl float8 := 0; xp float8 := 0; ex float8; mk float8; m float8;
+  n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
+  kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
+  tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
+BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
+n := length(kinds);
+SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+  INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+found_row := FOUND;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
+IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+DELETE FROM floodgate.limits_ledger l WHERE l.key = k AND l.id = rid RETURNING l.rec, l.expires_at_us INTO rc, rc_xp;
+IF rc IS NULL OR rc_xp <= nw THEN RETURN false; END IF;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds OR cardinality(rc) <> n + 1 THEN RETURN true; END IF;
+es := rc[1]; ac := act; expiry := 0;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+m := rc[1 + p];
+IF kd = 'c' THEN
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := 1;
+d := 0;
+FOR q IN REVERSE cn..1 LOOP
+  EXIT WHEN d >= cc;
+  IF e[q] = m THEN e := e[1 : q - 1] || e[q + 1 :]; d := d + 1; END IF;
+END LOOP;
+cn := cardinality(e);
+ex := CASE WHEN cn > 0 THEN e[cn] + sz ELSE 0 END;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+ELSIF ac <= es THEN
+c := es - ac;
+CASE kd
+WHEN 't' THEN
+IF st[o] > nw AND (m IS NULL OR st[o] = m) THEN st[o] := greatest(nw, st[o] - c * par); END IF;
+ex := st[o];
+WHEN 'f' THEN
+sz := par * 1000;
+IF st[o] = greatest(floor(nw / sz), st[o]) AND (m IS NULL OR st[o] = m) THEN st[o + 1] := greatest(0, st[o + 1] - c); END IF;
+ex := (st[o] + 1) * sz;
+WHEN 's' THEN
+IF m IS NOT NULL THEN
+  IF st[o] = m THEN st[o + 1] := greatest(0, st[o + 1] - c);
+  ELSIF st[o] = m + 1 THEN st[o + 2] := greatest(0, st[o + 2] - c); END IF;
+  ex := (st[o] + 2) * par * 1000;
+ELSE
+  ix := greatest(floor(nw / (par * 1000)), st[o]);
+  cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+  pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+  tat := least(cu, c);
+  st[o] := ix; st[o + 1] := cu - tat; st[o + 2] := greatest(0, pv - (c - tat));
+  ex := (ix + 2) * par * 1000;
+END IF;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' AND m IS NOT NULL THEN 1 ELSE c END;
+IF m IS NOT NULL THEN
+d := 0;
+FOR q IN REVERSE cn..1 LOOP
+  EXIT WHEN d >= cc;
+  IF e[q] = m THEN e := e[1 : q - 1] || e[q + 1 :]; d := d + 1; END IF;
+END LOOP;
+ELSE
+  e := e[1 : greatest(0, cn - cc)::int];
+END IF;
+cn := cardinality(e);
+ex := CASE WHEN cn > 0 THEN e[cn] + sz ELSE 0 END;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+ELSE
+c := ac - es;
+CASE kd
+WHEN 't' THEN
+nx := least(st[o] + c * par, nw + 2251799813685248);
+IF nx > nw AND nx > st[o] THEN st[o] := nx; END IF;
+ex := st[o];
+WHEN 'f' THEN
+sz := par * 1000;
+IF st[o] = greatest(floor(nw / sz), st[o]) AND st[o] = m THEN st[o + 1] := least(st[o + 1] + c, 2 * lim, 8589934591); END IF;
+ex := (st[o] + 1) * sz;
+WHEN 's' THEN
+IF st[o] = m THEN st[o + 1] := least(st[o + 1] + c, 9007199254740991);
+ELSIF st[o] = m + 1 THEN st[o + 2] := least(st[o + 2] + c, 9007199254740991); END IF;
+ex := (st[o] + 2) * par * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := least(c, 2 * lim - cn);
+IF m > nw - sz AND cc > 0 THEN
+  d := array_position(e, m);
+  IF d IS NOT NULL THEN e := e[1 : d] || array_fill(m, ARRAY[cc::int]) || e[d + 1 :]; END IF;
+END IF;
+cn := cardinality(e);
+ex := CASE WHEN cn > 0 THEN e[cn] + sz ELSE 0 END;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+END IF;
+expiry := greatest(expiry, ex);
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+xp := greatest(expiry, bl);
+IF found_row THEN
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  nrows := 1;
+ELSE
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+    ON CONFLICT (key) DO NOTHING;
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+END IF;
+RETURN true;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_admin(k text, kinds text, lims float8[], pars float8[], op text, amount float8,
+  nw float8) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  st float8[]; lg float8[]; e float8[]; r float8[]; marks float8[]; rc float8[]; rc_xp float8;
+  found_row boolean; stored_kinds text; bl float8 := 0; xp float8 := 0; ex float8; mk float8; m float8;
+  n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
+  kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
+  tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
+BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
+IF op = 'r' THEN
+  -- The ledger stays, as on Redis: a reservation made before the reset still settles (into nothing).
+  DELETE FROM floodgate.limits s WHERE s.key = k;
+  RETURN;
+END IF;
+n := length(kinds);
+LOOP
+SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+  INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+found_row := FOUND;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
+IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+IF op = 'u' THEN
+  IF NOT found_row OR bl <= 0 THEN RETURN; END IF;
+  bl := 0;
+ELSIF op = 'b' THEN
+  bl := nw + amount * 1000;
+ELSE
+  expiry := xp;
+  r := array_fill(0::float8, ARRAY[5]);
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+c := 1; ch := false; i := 2;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+c := least(amount, r[3]);
+IF c > 0 THEN
+  ch := true;
+  IF kd IN ('l', 'c') THEN lo := lo - st[o]::int; END IF;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+expiry := greatest(expiry, ex);
+END IF;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+  xp := expiry;
+END IF;
+xp := greatest(xp, bl);
+IF found_row THEN
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  nrows := 1;
+ELSE
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+    ON CONFLICT (key) DO NOTHING;
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+END IF;
+EXIT WHEN nrows > 0;
+END LOOP;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_sweep(sweep int, nw float8) RETURNS int
+LANGUAGE plpgsql AS $fn$
+DECLARE nrows int;
+BEGIN
+IF nw IS NULL THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+DELETE FROM floodgate.limits WHERE key IN (SELECT t.key FROM floodgate.limits t WHERE t.expires_at_us < nw
+  ORDER BY t.expires_at_us LIMIT sweep FOR UPDATE SKIP LOCKED);
+GET DIAGNOSTICS nrows = ROW_COUNT;
+DELETE FROM floodgate.limits_ledger WHERE (key, id) IN (SELECT t.key, t.id FROM floodgate.limits_ledger t WHERE t.expires_at_us < nw
+  ORDER BY t.expires_at_us LIMIT sweep FOR UPDATE SKIP LOCKED);
+RETURN nrows;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_lease(k text, kinds text, lims float8[], pars float8[], req float8, want float8,
+  life float8, minlife float8, lid text, ret_ids text[], ret_unspent float8[], nw float8) RETURNS float8[]
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  st float8[]; lg float8[]; e float8[]; r float8[]; marks float8[]; rc float8[]; rc_xp float8;
+  found_row boolean; stored_kinds text; bl float8 := 0; xp float8 := 0; ex float8; mk float8; m float8;
+  n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
+  kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
+  tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
+  rn int; g float8; wend float8; rest float8; saved float8[];
+BEGIN
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
+n := length(kinds); rn := 1 + 5 * n + 3;
+-- The row first (a blank one for a new key), locked: returns and charges then write it in place.
+LOOP
+SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+  INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+found_row := FOUND;
+IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
+  EXIT WHEN found_row;
+  INSERT INTO floodgate.limits (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]), '{}', 0, 0)
+    ON CONFLICT (key) DO NOTHING;
+END LOOP;
+IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+SELECT l.rec INTO rc FROM floodgate.limits_ledger l WHERE l.key = k AND l.id = lid AND l.expires_at_us > nw;
+IF rc IS NOT NULL THEN
+  rc[rn - 1] := greatest(0, rc[rn - 1] - nw); rc[rn] := nw;
+  RETURN rc;
+END IF;
+FOR q IN 1..coalesce(cardinality(ret_ids), 0) LOOP
+  rc := NULL;
+  DELETE FROM floodgate.limits_ledger l WHERE l.key = k AND l.id = ret_ids[q] RETURNING l.rec, l.expires_at_us INTO rc, rc_xp;
+  IF rc IS NOT NULL AND rc_xp > nw AND cardinality(rc) = rn THEN
+    c := least(ret_unspent[q], rc[rn - 2]);
+    IF c > 0 THEN
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+m := rc[1 + 4 * n + p];
+CASE kd
+WHEN 't' THEN
+IF st[o] > nw AND (m IS NULL OR st[o] = m) THEN st[o] := greatest(nw, st[o] - c * par); END IF;
+ex := st[o];
+WHEN 'f' THEN
+sz := par * 1000;
+IF st[o] = greatest(floor(nw / sz), st[o]) AND (m IS NULL OR st[o] = m) THEN st[o + 1] := greatest(0, st[o + 1] - c); END IF;
+ex := (st[o] + 1) * sz;
+WHEN 's' THEN
+IF m IS NOT NULL THEN
+  IF st[o] = m THEN st[o + 1] := greatest(0, st[o + 1] - c);
+  ELSIF st[o] = m + 1 THEN st[o + 2] := greatest(0, st[o + 2] - c); END IF;
+  ex := (st[o] + 2) * par * 1000;
+ELSE
+  ix := greatest(floor(nw / (par * 1000)), st[o]);
+  cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+  pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+  tat := least(cu, c);
+  st[o] := ix; st[o + 1] := cu - tat; st[o + 2] := greatest(0, pv - (c - tat));
+  ex := (ix + 2) * par * 1000;
+END IF;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' AND m IS NOT NULL THEN 1 ELSE c END;
+IF m IS NOT NULL THEN
+d := 0;
+FOR q IN REVERSE cn..1 LOOP
+  EXIT WHEN d >= cc;
+  IF e[q] = m THEN e := e[1 : q - 1] || e[q + 1 :]; d := d + 1; END IF;
+END LOOP;
+ELSE
+  e := e[1 : greatest(0, cn - cc)::int];
+END IF;
+cn := cardinality(e);
+ex := CASE WHEN cn > 0 THEN e[cn] + sz ELSE 0 END;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+    END IF;
+  END IF;
+END LOOP;
+c := CASE WHEN req > 0 THEN req ELSE 1 END;
+r := array_fill(0::float8, ARRAY[1 + 4 * n]); allowed := true; ch := false;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+IF r[i] = 0 THEN allowed := false; END IF;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+g := 0; marks := '{}';
+IF allowed THEN
+  g := want; wend := nw + life;
+  FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+    rest := r[p * 4 - 1] - req;
+    IF rest < greatest(ceil(lim / 100), 2 * c) THEN g := 0; ELSE g := least(g, floor(rest / 2)); END IF;
+    IF kd <> 't' THEN wend := least(wend, (floor(nw / (par * 1000)) + 1) * par * 1000); END IF;
+  END LOOP;
+  -- What was wanted is for a whole lease life: a lease cut short by a window's end gets its share.
+  IF wend - nw < life THEN g := least(g, floor(want * (wend - nw) / life)); END IF;
+  IF wend - nw < minlife THEN g := 0; END IF;
+  IF g > 0 THEN
+    saved := r;
+    c := req + g;
+r := array_fill(0::float8, ARRAY[1 + 4 * n]); allowed := true; ch := false;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+IF r[i] = 0 THEN allowed := false; END IF;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+    IF allowed THEN
+ch := true; marks := '{}'; expiry := 0;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+marks := marks || mk; expiry := greatest(expiry, ex);
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+xp := greatest(xp, expiry);
+    ELSE
+      g := 0; r := saved;
+    END IF;
+  END IF;
+  IF g = 0 AND req > 0 THEN
+    c := req;
+ch := true; marks := '{}'; expiry := 0;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+marks := marks || mk; expiry := greatest(expiry, ex);
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+xp := greatest(xp, expiry);
+  END IF;
+  life := wend - nw;
+END IF;
+IF req = 0 THEN r[1] := CASE WHEN g > 0 THEN 1 ELSE 0 END; END IF;
+IF cardinality(marks) = n AND NOT (g = 0 AND req = 0) AND r[1] = 1 THEN r := r || marks;
+ELSE r := r || array_fill(0::float8, ARRAY[n]); END IF;
+r := r || ARRAY[g, CASE WHEN g > 0 THEN life ELSE 0 END, nw];
+IF g > 0 THEN
+  rc := r; rc[rn - 1] := nw + life;
+  INSERT INTO floodgate.limits_ledger (key, id, rec, expires_at_us) VALUES (k, lid, rc, nw + (ceil(life / 1000) + 10000) * 1000)
+    ON CONFLICT (key, id) DO NOTHING;
+END IF;
+UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+RETURN r;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_version() RETURNS int LANGUAGE sql IMMUTABLE AS $fn$ SELECT 1 $fn$;
+COMMIT;

@@ -1,0 +1,30 @@
+/**
+ * The public store contract (@floodgate/testing, as a store author runs it), every capability
+ * included (reservations, leases, blocks, racing clients), over both clients on a real
+ * PostgreSQL server.
+ */
+import { describe, it } from "vitest";
+import { storeContract } from "@floodgate/testing";
+import { postgresUnavailable } from "../support/postgres-server.ts";
+import { CLIENTS, postgresHarness } from "./harness.ts";
+
+const unavailable = await postgresUnavailable();
+if (unavailable !== undefined) {
+  console.log(unavailable);
+  describe.skip("postgresStore contract", () => it("needs PostgreSQL", () => undefined));
+} else {
+  for (const client of CLIENTS) {
+    // Durable tables: every test but the racing clients. 200 calls racing on one key commit one
+    // after the other, each waiting for its WAL flush (about 5 ms on this machine's disk), past
+    // the limiter's default 1 s deadline; concurrency.test.ts races them with no deadline.
+    storeContract(`postgresStore (${client})`, async () => {
+      const h = await postgresHarness(client);
+      return { store: (clock) => h.store(clock, { sweepEvery: 0 }), close: () => h.close() };
+    }, { clients: false });
+    // UNLOGGED tables (no WAL flush per commit): the whole suite, racing clients included.
+    storeContract(`postgresStore (${client}, UNLOGGED tables)`, async () => {
+      const h = await postgresHarness(client, 10, true);
+      return { store: (clock) => h.store(clock, { sweepEvery: 0 }), close: () => h.close() };
+    });
+  }
+}
