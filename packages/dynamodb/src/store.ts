@@ -1,0 +1,267 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import {
+  type CallSignal,
+  type EvaluateMode,
+  evaluateState,
+  FloodgateError,
+  type PolicySet,
+  type RateLimitStore,
+  type ReservationArgs,
+  type StoreResult,
+} from "@floodgate/core/store";
+import { type Operation, storeError } from "./errors.ts";
+import { createHash } from "node:crypto";
+import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, TIME, VERSION } from "./items.ts";
+import { type DynamoDBClientLike, parseStoreOptions } from "./options.ts";
+
+export type { DynamoDBClientLike } from "./options.ts";
+
+/** Options of {@link dynamoDBStore}. */
+export interface DynamoDBStoreOptions {
+  /**
+   * A `DynamoDBClient` from `@aws-sdk/client-dynamodb`, or a `DynamoDBDocumentClient` from
+   * `@aws-sdk/lib-dynamodb` (the store sends it the low-level commands, which it passes through).
+   */
+  client: DynamoDBClientLike;
+  /** The table's name (created beforehand: `createTable`, or the definition in the guide). */
+  table: string;
+  /** The table's partition key, a string attribute. Default `"pk"`. */
+  partitionKey?: string;
+  /** The attribute DynamoDB's TTL is enabled on: every item carries it (epoch seconds). Default `"expiresAt"`. */
+  ttlAttribute?: string;
+  /**
+   * Keys whose last-seen state the instance remembers, so a decision is one conditional write
+   * instead of a read and a write. Default 10,000; 0 remembers none.
+   */
+  cacheSize?: number;
+  /**
+   * Decide at the latest time any instance decided this key at, when the local clock is behind
+   * it (default true): an instance whose clock lags cannot reopen a window one ahead of it has
+   * closed, so a skew costs at most what the fastest clock admits early. `false` decides at each
+   * instance's own time.
+   */
+  monotonicTime?: boolean;
+  /** Seconds added to every item's TTL beyond the moment its state stops mattering (clock skew, late refunds). Default 900. */
+  ttlMarginSeconds?: number;
+}
+
+/** Requests the store sent and what they cost, since it was created (or `stats.reset()`). */
+export interface DynamoDBStoreStats {
+  /** Requests sent to DynamoDB (reads and writes, failed conditions included). */
+  requests: number;
+  /** Conditional writes refused because another instance had written first. */
+  conflicts: number;
+  /** Consistent reads (GetItem). */
+  reads: number;
+  /** Capacity units DynamoDB reported consumed (`ReturnConsumedCapacity: "TOTAL"`). */
+  capacityUnits: number;
+  /** Sets every figure back to 0. */
+  reset(): void;
+}
+
+/** What {@link dynamoDBStore} returns: a store, with its request counters. */
+export interface DynamoDBStore extends RateLimitStore {
+  /** Requests and capacity this store has used. */
+  readonly stats: DynamoDBStoreStats;
+}
+
+const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
+
+/** A conditional write's outcome. */
+type Written = { ok: true; seen: Seen } | { ok: false; current: Seen | undefined };
+
+/** How many times one operation decides again after losing a race before giving up. */
+const MAX_ATTEMPTS = 64;
+
+/**
+ * A rate-limit store on one DynamoDB table. All of a key's policies live in one item; a decision
+ * is one conditional `PutItem` on the item's version, computed by `evaluateState` on the state
+ * the instance saw last (or assumed absent): when another instance wrote first, the failed
+ * condition returns the current item (`ReturnValuesOnConditionCheckFailure: "ALL_OLD"`) and the
+ * store decides again on it, with no separate read. A denial writes nothing. Decisions use the
+ * instances' clocks (DynamoDB has none to offer): see `monotonicTime`.
+ *
+ * @example
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ * const store = dynamoDBStore({ client: new DynamoDBClient({}), table: "rate-limits" });
+ * const limiter = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }), store });
+ */
+export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
+  const o = parseStoreOptions(options);
+  const { client, table } = o;
+  const names = { "#k": o.partitionKey, "#v": VERSION };
+  const cache = new SeenCache(o.cacheSize);
+  // Versions are unique per write: an instance prefix and a counter, so a state deleted and
+  // written again never repeats a version an instance remembers (no ABA).
+  const instance = Math.random().toString(36).slice(2, 10);
+  let written = 0;
+  const stats: DynamoDBStoreStats = {
+    requests: 0,
+    conflicts: 0,
+    reads: 0,
+    capacityUnits: 0,
+    reset() {
+      stats.requests =
+        stats.conflicts =
+        stats.reads =
+        stats.capacityUnits =
+          0;
+    },
+  };
+  const keyOf = (set: PolicySet, key: string): string => itemKey(set.prefix, key, sha256);
+  const counted = (output: { ConsumedCapacity?: { CapacityUnits?: number } | undefined }): void => {
+    stats.capacityUnits += output.ConsumedCapacity?.CapacityUnits ?? 0;
+  };
+
+  async function send<T extends { ConsumedCapacity?: { CapacityUnits?: number } | undefined }>(
+    command: unknown,
+    operation: Operation,
+  ): Promise<T> {
+    stats.requests++;
+    try {
+      const output = await client.send(command) as T;
+      counted(output);
+      return output;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException || (error as Error)?.name === "ConditionalCheckFailedException") throw error;
+      throw storeError(error, table, operation);
+    }
+  }
+
+  async function read(k: string): Promise<Seen> {
+    stats.reads++;
+    const output = await send<{ Item?: Record<string, AttributeValue> }>(
+      new GetItemCommand({ TableName: table, Key: { [o.partitionKey]: { S: k } }, ConsistentRead: true, ReturnConsumedCapacity: "TOTAL" }),
+      "GetItem",
+    );
+    return seenOf(output.Item);
+  }
+
+  /** The condition that the item is still as `seen` says, with its values. */
+  function condition(seen: Seen): { ConditionExpression: string; ExpressionAttributeValues?: Record<string, AttributeValue> } {
+    if (seen.version === undefined) return { ConditionExpression: "attribute_not_exists(#k)" };
+    // An item without a version is another program's: replaced only while it stays so.
+    if (seen.version === "") return { ConditionExpression: "attribute_exists(#k) AND attribute_not_exists(#v)" };
+    return { ConditionExpression: "#v = :v", ExpressionAttributeValues: { ":v": { S: seen.version } } };
+  }
+
+  /**
+   * Writes `state` (deletes the item when `undefined`) if the item is still `seen`. Answers the
+   * new view; or, when another writer got there first, the item as the failed condition found it
+   * (`undefined` when DynamoDB returned none: the item is gone, or the server does not return it).
+   */
+  async function write(k: string, seen: Seen, state: unknown, t: number, expiresAtMs: number): Promise<Written> {
+    const common = {
+      TableName: table,
+      ...condition(seen),
+      ExpressionAttributeNames: seen.version === undefined ? { "#k": o.partitionKey } : seen.version === "" ? names : { "#v": VERSION },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
+      ReturnConsumedCapacity: "TOTAL" as const,
+    };
+    try {
+      if (state === undefined) {
+        if (seen.version !== undefined) await send(new DeleteItemCommand({ ...common, Key: { [o.partitionKey]: { S: k } } }), "DeleteItem");
+        return { ok: true, seen: seenOf(undefined) };
+      }
+      const version = `${instance}${(++written).toString(36)}`;
+      const expiresAt = Math.ceil(Math.max(expiresAtMs, t) / 1000) + o.ttlMarginSeconds;
+      await send(
+        new PutItemCommand({
+          ...common,
+          Item: {
+            [o.partitionKey]: { S: k },
+            [VERSION]: { S: version },
+            [STATE]: { S: JSON.stringify(state) },
+            [TIME]: { N: String(t) },
+            [o.ttlAttribute]: { N: String(expiresAt) },
+          },
+        }),
+        "PutItem",
+      );
+      return { ok: true, seen: { version, state, t, verified: true } };
+    } catch (error) {
+      if ((error as Error)?.name !== "ConditionalCheckFailedException") throw error;
+      stats.conflicts++;
+      const item = (error as ConditionalCheckFailedException).Item;
+      return { ok: false, current: item === undefined ? undefined : seenOf(item) };
+    }
+  }
+
+  async function run(
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    mode: EvaluateMode,
+    marks?: readonly number[],
+    reservation?: ReservationArgs,
+    signal?: CallSignal,
+  ): Promise<StoreResult> {
+    const k = keyOf(set, key);
+    let seen = cache.get(k) ?? ASSUMED_ABSENT;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      if (signal?.aborted) {
+        throw new FloodgateError("STORE_TIMEOUT", `dynamoDBStore: ${mode} of ${JSON.stringify(key)} abandoned by its caller.`);
+      }
+      const at = o.monotonicTime && seen.t > nowMs ? seen.t : nowMs;
+      const evaluation = evaluateState(set, seen.state, cost, at, mode, marks, reservation);
+      if (!evaluation.changed) {
+        // A decision that writes nothing (a denial, a peek) stands only on the item as it is now.
+        if (seen.verified) {
+          cache.set(k, seen);
+          return evaluation.result;
+        }
+        seen = await read(k);
+        continue;
+      }
+      const outcome = await write(k, seen, evaluation.state, Math.max(at, seen.t), evaluation.expiresAtMs);
+      if (outcome.ok) {
+        cache.set(k, outcome.seen);
+        return evaluation.result;
+      }
+      // Another instance wrote first: decide again on the item it left.
+      seen = outcome.current ?? await read(k);
+    }
+    throw new FloodgateError(
+      "STORE_ERROR",
+      `dynamoDBStore: ${mode} of ${JSON.stringify(key)} lost ${MAX_ATTEMPTS} races in a row to other writers of the same key.`,
+    );
+  }
+
+  return {
+    name: "dynamodb",
+    ownsClock: false,
+    stats,
+    consume: (set, key, cost, nowMs, signal) => run(set, key, cost, nowMs, "consume", undefined, undefined, signal),
+    peek: (set, key, nowMs, signal) => run(set, key, 1, nowMs, "peek", undefined, undefined, signal),
+    refund: async (set, key, cost, nowMs, marks) => {
+      await run(set, key, cost, nowMs, "refund", marks);
+    },
+    reset: async (set, key) => {
+      const k = keyOf(set, key);
+      cache.delete(k);
+      await send(
+        new DeleteItemCommand({ TableName: table, Key: { [o.partitionKey]: { S: k } }, ReturnConsumedCapacity: "TOTAL" }),
+        "DeleteItem",
+      );
+    },
+    penalty: async (set, key, cost, nowMs) => {
+      await run(set, key, cost, nowMs, "penalty");
+    },
+    // A block's duration in ms rides where the other modes take a cost.
+    block: async (set, key, durationMs, nowMs) => {
+      await run(set, key, durationMs, nowMs, "block");
+    },
+    unblock: async (set, key) => {
+      await run(set, key, 0, 0, "unblock");
+    },
+    reserve: (set, key, cost, nowMs, id, ttlMs, signal) => run(set, key, cost, nowMs, "reserve", undefined, { id, ttlMs }, signal),
+    settle: async (set, key, id, actual, nowMs) => (await run(set, key, 0, nowMs, "settle", undefined, { id, actual }))[0] === 1,
+  };
+}
