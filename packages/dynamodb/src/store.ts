@@ -95,7 +95,6 @@ const MAX_ATTEMPTS = 64;
 export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
   const o = parseStoreOptions(options);
   const { client, table } = o;
-  const names = { "#k": o.partitionKey, "#v": VERSION };
   const cache = new SeenCache(o.cacheSize);
   // Versions are unique per write: an instance prefix and a counter, so a state deleted and
   // written again never repeats a version an instance remembers (no ABA).
@@ -136,19 +135,34 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
 
   async function read(k: string): Promise<Seen> {
     stats.reads++;
-    const output = await send<{ Item?: Record<string, AttributeValue> }>(
+    const output = await send<{ Item?: Record<string, AttributeValue>; ConsumedCapacity?: { CapacityUnits?: number } }>(
       new GetItemCommand({ TableName: table, Key: { [o.partitionKey]: { S: k } }, ConsistentRead: true, ReturnConsumedCapacity: "TOTAL" }),
       "GetItem",
     );
     return seenOf(output.Item);
   }
 
-  /** The condition that the item is still as `seen` says, with its values. */
-  function condition(seen: Seen): { ConditionExpression: string; ExpressionAttributeValues?: Record<string, AttributeValue> } {
-    if (seen.version === undefined) return { ConditionExpression: "attribute_not_exists(#k)" };
+  /** The condition that the item is still as `seen` says, with its names and values. */
+  function condition(seen: Seen): {
+    ConditionExpression: string;
+    ExpressionAttributeNames: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, AttributeValue>;
+  } {
+    if (seen.version === undefined) {
+      return { ConditionExpression: "attribute_not_exists(#k)", ExpressionAttributeNames: { "#k": o.partitionKey } };
+    }
     // An item without a version is another program's: replaced only while it stays so.
-    if (seen.version === "") return { ConditionExpression: "attribute_exists(#k) AND attribute_not_exists(#v)" };
-    return { ConditionExpression: "#v = :v", ExpressionAttributeValues: { ":v": { S: seen.version } } };
+    if (seen.version === "") {
+      return {
+        ConditionExpression: "attribute_exists(#k) AND attribute_not_exists(#v)",
+        ExpressionAttributeNames: { "#k": o.partitionKey, "#v": VERSION },
+      };
+    }
+    return {
+      ConditionExpression: "#v = :v",
+      ExpressionAttributeNames: { "#v": VERSION },
+      ExpressionAttributeValues: { ":v": { S: seen.version } },
+    };
   }
 
   /**
@@ -160,7 +174,6 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     const common = {
       TableName: table,
       ...condition(seen),
-      ExpressionAttributeNames: seen.version === undefined ? { "#k": o.partitionKey } : seen.version === "" ? names : { "#v": VERSION },
       ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
       ReturnConsumedCapacity: "TOTAL" as const,
     };
