@@ -9,6 +9,7 @@ import {
   type CallSignal,
   type EvaluateMode,
   evaluateState,
+  type LeaseRequest,
   FloodgateError,
   type PolicySet,
   type RateLimitStore,
@@ -215,6 +216,7 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     marks?: readonly number[],
     reservation?: ReservationArgs,
     signal?: CallSignal,
+    lease?: LeaseRequest,
   ): Promise<StoreResult> {
     const k = keyOf(set, key);
     let seen = cache.get(k) ?? ASSUMED_ABSENT;
@@ -223,7 +225,7 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
         throw new FloodgateError("STORE_TIMEOUT", `dynamoDBStore: ${mode} of ${JSON.stringify(key)} abandoned by its caller.`);
       }
       const at = o.monotonicTime && seen.t > nowMs ? seen.t : nowMs;
-      const evaluation = evaluateState(set, seen.state, cost, at, mode, marks, reservation);
+      const evaluation = evaluateState(set, seen.state, cost, at, mode, marks, reservation, lease);
       if (!evaluation.changed) {
         // A decision that writes nothing (a denial, a peek) stands only on the item as it is now.
         if (seen.verified) {
@@ -275,6 +277,8 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
       await run(set, key, 0, 0, "unblock");
     },
     reserve: (set, key, cost, nowMs, id, ttlMs, signal) => run(set, key, cost, nowMs, "reserve", undefined, { id, ttlMs }, signal),
+    // Leased mode: returns, the request and a new lease in one conditional write of the key's item.
+    lease: (set, key, request, nowMs, signal) => run(set, key, 0, nowMs, "lease", undefined, undefined, signal, request),
     settle: async (set, key, id, actual, nowMs) => (await run(set, key, 0, nowMs, "settle", undefined, { id, actual }))[0] === 1,
   };
 }
