@@ -61,6 +61,8 @@ export function dynamoClient(endpoint: string, maxAttempts?: number, accessKeyId
     endpoint,
     region: "us-east-1",
     credentials: { accessKeyId, secretAccessKey: "local" },
+    // Hundreds of concurrent calls per process: more sockets than the default 50, and no queue warnings.
+    requestHandler: { httpAgent: { keepAlive: true, maxSockets: 256 } },
     ...(maxAttempts === undefined ? {} : { maxAttempts }),
   });
 }

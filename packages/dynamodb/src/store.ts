@@ -9,8 +9,8 @@ import {
   type CallSignal,
   type EvaluateMode,
   evaluateState,
-  type LeaseRequest,
   FloodgateError,
+  type LeaseRequest,
   type PolicySet,
   type RateLimitStore,
   type ReservationArgs,
@@ -78,7 +78,12 @@ const sha256 = (text: string): string => createHash("sha256").update(text).diges
 type Written = { ok: true; seen: Seen } | { ok: false; current: Seen | undefined };
 
 /** How many times one operation decides again after losing a race before giving up. */
-const MAX_ATTEMPTS = 64;
+const MAX_ATTEMPTS = 200;
+/** Longest pause between two attempts on a contended key, ms. */
+const MAX_PAUSE_MS = 50;
+
+const settled = (): void => {};
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * A rate-limit store on one DynamoDB table. All of a key's policies live in one item; a decision
@@ -207,7 +212,11 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     }
   }
 
-  async function run(
+  // One operation at a time per item in this instance: the next starts from the state the last
+  // one wrote, so an instance's own calls never race each other (N concurrent callers would
+  // otherwise cost O(N) failed writes per admission).
+  const queues = new Map<string, Promise<unknown>>();
+  function run(
     set: PolicySet,
     key: string,
     cost: number,
@@ -219,6 +228,30 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     lease?: LeaseRequest,
   ): Promise<StoreResult> {
     const k = keyOf(set, key);
+    const previous = queues.get(k);
+    const mine = previous === undefined
+      ? decide(k, set, key, cost, nowMs, mode, marks, reservation, signal, lease)
+      : previous.then(settled, settled).then(() => decide(k, set, key, cost, nowMs, mode, marks, reservation, signal, lease));
+    queues.set(k, mine);
+    const done = (): void => {
+      if (queues.get(k) === mine) queues.delete(k);
+    };
+    mine.then(done, done);
+    return mine;
+  }
+
+  async function decide(
+    k: string,
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    mode: EvaluateMode,
+    marks?: readonly number[],
+    reservation?: ReservationArgs,
+    signal?: CallSignal,
+    lease?: LeaseRequest,
+  ): Promise<StoreResult> {
     let seen = cache.get(k) ?? ASSUMED_ABSENT;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       if (signal?.aborted) {
@@ -240,7 +273,9 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
         cache.set(k, outcome.seen);
         return evaluation.result;
       }
-      // Another instance wrote first: decide again on the item it left.
+      // Another instance wrote first: decide again on the item it left, at once the first time;
+      // after that, the key is contended: a random pause, growing, spreads the writers out.
+      if (attempt > 0) await pause(Math.random() * Math.min(MAX_PAUSE_MS, 2 ** attempt));
       seen = outcome.current ?? await read(k);
     }
     throw new FloodgateError(
