@@ -192,7 +192,7 @@ describe("clients, errors and foreign items", () => {
     [{ table: TABLE, client: {} }, "invalid option `client`"],
     [{ table: TABLE, cacheSize: -1 }, "invalid option `cacheSize`"],
     [{ table: TABLE, ttlAttribute: "v" }, "invalid option `ttlAttribute`"],
-    [{ table: TABLE, monotonicTime: "yes" }, "invalid option `monotonicTime`"],
+    [{ table: TABLE, ttlMarginSeconds: 1.5 }, "invalid option `ttlMarginSeconds`"],
     [{ table: TABLE, region: "eu-west-1" }, "invalid option `region`"],
   ])("bad options are refused at construction: %j", (options, message) => {
     expect(() => dynamoDBStore({ client: server.client(), ...options } as DynamoDBStoreOptions)).toThrow(message);

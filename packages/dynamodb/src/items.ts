@@ -9,13 +9,11 @@ export interface Seen {
   readonly version: string | undefined;
   /** The parsed state (`undefined`: none, or a value that is not JSON). */
   readonly state: unknown;
-  /** The latest instance time (ms) a decision on this item was made at. */
-  readonly t: number;
   readonly verified: boolean;
 }
 
 /** An item the store has not seen: assumed absent, to be proven by the write's condition. */
-export const ASSUMED_ABSENT: Seen = Object.freeze({ version: undefined, state: undefined, t: 0, verified: false });
+export const ASSUMED_ABSENT: Seen = Object.freeze({ version: undefined, state: undefined, verified: false });
 
 /** The attribute names of one table. */
 export interface Attributes {
@@ -26,16 +24,14 @@ export interface Attributes {
 /** The item's own attributes beside the key and the TTL. */
 export const VERSION = "v";
 export const STATE = "s";
-export const TIME = "t";
 
 /** An item DynamoDB returned as what the store saw; one it did not write reads as no state. */
 export function seenOf(item: Record<string, AttributeValue> | undefined): Seen {
-  if (item === undefined) return { version: undefined, state: undefined, t: 0, verified: true };
+  if (item === undefined) return { version: undefined, state: undefined, verified: true };
   const version = item[VERSION]?.S;
   const text = item[STATE]?.S;
-  const t = Number(item[TIME]?.N ?? 0);
   // An item without our version (another program's) is overwritten only under a condition on that absence.
-  return { version: version ?? "", state: text === undefined ? undefined : parseJson(text), t: Number.isFinite(t) ? t : 0, verified: true };
+  return { version: version ?? "", state: text === undefined ? undefined : parseJson(text), verified: true };
 }
 
 function parseJson(text: string): unknown {

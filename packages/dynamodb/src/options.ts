@@ -17,11 +17,10 @@ export interface ParsedStoreOptions {
   readonly partitionKey: string;
   readonly ttlAttribute: string;
   readonly cacheSize: number;
-  readonly monotonicTime: boolean;
   readonly ttlMarginSeconds: number;
 }
 
-const KNOWN = new Set(["client", "table", "partitionKey", "ttlAttribute", "cacheSize", "monotonicTime", "ttlMarginSeconds"]);
+const KNOWN = new Set(["client", "table", "partitionKey", "ttlAttribute", "cacheSize", "ttlMarginSeconds"]);
 /** DynamoDB's rule for attribute and table names, loosely: 1-255 characters. */
 const NAME = /^[\w.-]{1,255}$/;
 
@@ -58,15 +57,13 @@ export function parseStoreOptions(options: DynamoDBStoreOptions): ParsedStoreOpt
     if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw invalid(option, show(value), "a whole number >= 0");
     return value;
   };
-  const monotonicTime = options.monotonicTime ?? true;
-  if (typeof monotonicTime !== "boolean") throw invalid("monotonicTime", show(monotonicTime), "true or false");
   const partitionKey = name("partitionKey", "pk");
   const ttlAttribute = name("ttlAttribute", "expiresAt");
-  if (["v", "s", "t"].includes(partitionKey) || ["v", "s", "t", partitionKey].includes(ttlAttribute)) {
+  if (["v", "s"].includes(partitionKey) || ["v", "s", partitionKey].includes(ttlAttribute)) {
     throw invalid(
-      partitionKey === ttlAttribute ? "ttlAttribute" : ["v", "s", "t"].includes(partitionKey) ? "partitionKey" : "ttlAttribute",
+      partitionKey === ttlAttribute ? "ttlAttribute" : ["v", "s"].includes(partitionKey) ? "partitionKey" : "ttlAttribute",
       "a name the store's item already uses",
-      'a name other than "v", "s", "t" and the other attribute',
+      'a name other than "v", "s" and the other attribute',
     );
   }
   return {
@@ -75,7 +72,6 @@ export function parseStoreOptions(options: DynamoDBStoreOptions): ParsedStoreOpt
     partitionKey,
     ttlAttribute,
     cacheSize: whole("cacheSize", 10_000),
-    monotonicTime,
     ttlMarginSeconds: whole("ttlMarginSeconds", 900),
   };
 }

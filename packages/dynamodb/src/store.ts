@@ -18,7 +18,7 @@ import {
 } from "@floodgate/core/store";
 import { type Operation, storeError } from "./errors.ts";
 import { createHash } from "node:crypto";
-import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, TIME, VERSION } from "./items.ts";
+import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, VERSION } from "./items.ts";
 import { type DynamoDBClientLike, parseStoreOptions } from "./options.ts";
 
 export type { DynamoDBClientLike } from "./options.ts";
@@ -41,13 +41,6 @@ export interface DynamoDBStoreOptions {
    * instead of a read and a write. Default 10,000; 0 remembers none.
    */
   cacheSize?: number;
-  /**
-   * Decide at the latest time any instance decided this key at, when the local clock is behind
-   * it (default true): an instance whose clock lags cannot reopen a window one ahead of it has
-   * closed, so a skew costs at most what the fastest clock admits early. `false` decides at each
-   * instance's own time.
-   */
-  monotonicTime?: boolean;
   /** Seconds added to every item's TTL beyond the moment its state stops mattering (clock skew, late refunds). Default 900. */
   ttlMarginSeconds?: number;
 }
@@ -91,7 +84,9 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * the instance saw last (or assumed absent): when another instance wrote first, the failed
  * condition returns the current item (`ReturnValuesOnConditionCheckFailure: "ALL_OLD"`) and the
  * store decides again on it, with no separate read. A denial writes nothing. Decisions use the
- * instances' clocks (DynamoDB has none to offer): see `monotonicTime`.
+ * instances' clocks (DynamoDB has none to offer); each algorithm keeps its own anchors (a
+ * window's start, a bucket's arrival time), so an instance whose clock lags never reopens what one
+ * ahead of it closed: a skew of δ shifts the schedule by at most δ (docs/aws-lambda-and-dynamodb.md).
  *
  * @example
  * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -176,7 +171,7 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
    * new view; or, when another writer got there first, the item as the failed condition found it
    * (`undefined` when DynamoDB returned none: the item is gone, or the server does not return it).
    */
-  async function write(k: string, seen: Seen, state: unknown, t: number, expiresAtMs: number): Promise<Written> {
+  async function write(k: string, seen: Seen, state: unknown, nowMs: number, expiresAtMs: number): Promise<Written> {
     const common = {
       TableName: table,
       ...condition(seen),
@@ -189,7 +184,7 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
         return { ok: true, seen: seenOf(undefined) };
       }
       const version = `${instance}${(++written).toString(36)}`;
-      const expiresAt = Math.ceil(Math.max(expiresAtMs, t) / 1000) + o.ttlMarginSeconds;
+      const expiresAt = Math.ceil(Math.max(expiresAtMs, nowMs) / 1000) + o.ttlMarginSeconds;
       await send(
         new PutItemCommand({
           ...common,
@@ -197,13 +192,12 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
             [o.partitionKey]: { S: k },
             [VERSION]: { S: version },
             [STATE]: { S: JSON.stringify(state) },
-            [TIME]: { N: String(t) },
             [o.ttlAttribute]: { N: String(expiresAt) },
           },
         }),
         "PutItem",
       );
-      return { ok: true, seen: { version, state, t, verified: true } };
+      return { ok: true, seen: { version, state, verified: true } };
     } catch (error) {
       if ((error as Error)?.name !== "ConditionalCheckFailedException") throw error;
       stats.conflicts++;
@@ -257,8 +251,7 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
       if (signal?.aborted) {
         throw new FloodgateError("STORE_TIMEOUT", `dynamoDBStore: ${mode} of ${JSON.stringify(key)} abandoned by its caller.`);
       }
-      const at = o.monotonicTime && seen.t > nowMs ? seen.t : nowMs;
-      const evaluation = evaluateState(set, seen.state, cost, at, mode, marks, reservation, lease);
+      const evaluation = evaluateState(set, seen.state, cost, nowMs, mode, marks, reservation, lease);
       if (!evaluation.changed) {
         // A decision that writes nothing (a denial, a peek) stands only on the item as it is now.
         if (seen.verified) {
@@ -268,7 +261,7 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
         seen = await read(k);
         continue;
       }
-      const outcome = await write(k, seen, evaluation.state, Math.max(at, seen.t), evaluation.expiresAtMs);
+      const outcome = await write(k, seen, evaluation.state, nowMs, evaluation.expiresAtMs);
       if (outcome.ok) {
         cache.set(k, outcome.seen);
         return evaluation.result;
