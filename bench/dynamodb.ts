@@ -11,12 +11,14 @@
  *  - decisions/s with 1 caller and with 64 concurrent callers, all on one key (a shared quota:
  *    where instances meet), limit 1e6 per hour so that every decision admits;
  *  - over-admission: 64 concurrent callers × 5 calls on one key with a limit of 100.
- * Subjects: Floodgate's `dynamoDBStore` in exact mode and in leased mode (sliding window), and
- * rate-limiter-flexible's `RateLimiterDynamo` (a fixed window of `points` per `duration`).
+ * Subjects: the floor (one unconditional `PutItem` of a small item per decision, through the same
+ * kind of client: the round trip no store that writes per decision can beat), Floodgate's
+ * `dynamoDBStore` in exact mode and in leased mode (sliding window), and rate-limiter-flexible's
+ * `RateLimiterDynamo` (a fixed window of `points` per `duration`).
  * Concurrency c = c loops each awaiting one decision at a time. Each figure is the median of
  * `--rounds` rounds, subjects interleaved within a round.
  */
-import { DynamoDB, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDB, DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { createRateLimiter, slidingWindow } from "@floodgate/core";
 import { createTable, dynamoDBStore } from "@floodgate/dynamodb";
 import { RateLimiterDynamo } from "rate-limiter-flexible";
@@ -117,7 +119,24 @@ const rlf: Subject = (() => {
   };
 })();
 
-const subjects = [floodgate("exact"), floodgate("leased"), rlf];
+const floor: Subject = (() => {
+  const client = counting(new DynamoDBClient(clientOptions));
+  return {
+    name: "floor: one PutItem, no condition",
+    client,
+    async make() {
+      return {
+        decide: async (key) => {
+          await client.send(new PutItemCommand({ TableName: "bench-floodgate", Item: { pk: { S: `floor{${key}}` }, v: { S: "1" } } }));
+          return true;
+        },
+        flush: async () => {},
+      };
+    },
+  };
+})();
+
+const subjects = [floor, floodgate("exact"), floodgate("leased"), rlf];
 
 async function throughput(subject: Subject, callers: number): Promise<{ perSecond: number; requests: number; capacity: number }> {
   const { decide, flush } = await subject.make(1_000_000);
@@ -138,7 +157,8 @@ async function throughput(subject: Subject, callers: number): Promise<{ perSecon
   };
 }
 
-async function overAdmission(subject: Subject): Promise<number> {
+async function overAdmission(subject: Subject): Promise<number | string> {
+  if (subject === floor) return "n/a";
   const { decide, flush } = await subject.make(100);
   let admitted = 0;
   await Promise.all(Array.from({ length: 64 }, async () => {
@@ -151,7 +171,7 @@ async function overAdmission(subject: Subject): Promise<number> {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const results = new Map<
   string,
-  { c1: number[]; c64: number[]; req1: number[]; cap1: number[]; req64: number[]; cap64: number[]; over: number[] }
+  { c1: number[]; c64: number[]; req1: number[]; cap1: number[]; req64: number[]; cap64: number[]; over: (number | string)[] }
 >();
 for (const s of subjects) results.set(s.name, { c1: [], c64: [], req1: [], cap1: [], req64: [], cap64: [], over: [] });
 for (let round = 0; round < ROUNDS; round++) {

@@ -224,7 +224,9 @@ describe("docs", () => {
   it("the package READMEs link the docs absolutely (npm and JSR show no other files), each to a page that exists", () => {
     const readmes = readdirSync(join(ROOT, "packages")).map((p) => join(ROOT, "packages", p, "README.md")).filter((f) => existsSync(f));
     expect(readmes.map((f) => relative(ROOT, f)).sort()).toEqual([
+      "packages/aws-lambda/README.md",
       "packages/core/README.md",
+      "packages/dynamodb/README.md",
       "packages/express/README.md",
       "packages/hono/README.md",
       "packages/koa/README.md",

@@ -72,7 +72,10 @@ export interface AlbEvent {
   /** Names the target group. */
   readonly requestContext: {
     /** The load balancer's target group. */
-    readonly elb: { readonly targetGroupArn: string };
+    readonly elb: {
+      /** The target group's ARN. */
+      readonly targetGroupArn: string;
+    };
   };
 }
 
