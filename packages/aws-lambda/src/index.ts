@@ -12,7 +12,7 @@ import {
   withHandle,
 } from "@floodgate/core/http";
 import { eventAccess, type LambdaHttpEvent, peerOf, shapeOf } from "./events.ts";
-import { deniedResult, endedView, type LambdaHttpResult, structured, withHeaders } from "./results.ts";
+import { deniedResult, endedView, structured, withHeaders } from "./results.ts";
 
 export type { AlbEvent, HttpApiEvent, LambdaHttpEvent, RestApiEvent } from "./events.ts";
 export { queryParameter } from "./events.ts";
