@@ -16,8 +16,9 @@ import {
   type ReservationArgs,
   type StoreResult,
 } from "@floodgate/core/store";
-import { type Operation, storeError } from "./errors.ts";
+import { type Operation as RequestName, storeError } from "./errors.ts";
 import { createHash } from "node:crypto";
+import { batcher, type Operation } from "./batch.ts";
 import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, VERSION } from "./items.ts";
 import { type DynamoDBClientLike, parseStoreOptions } from "./options.ts";
 
@@ -75,7 +76,6 @@ const MAX_ATTEMPTS = 200;
 /** Longest pause between two attempts on a contended key, ms. */
 const MAX_PAUSE_MS = 50;
 
-const settled = (): void => {};
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -121,7 +121,7 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
 
   async function send<T extends { ConsumedCapacity?: { CapacityUnits?: number } | undefined }>(
     command: unknown,
-    operation: Operation,
+    operation: RequestName,
   ): Promise<T> {
     stats.requests++;
     try {
@@ -206,65 +206,37 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     }
   }
 
-  // One operation at a time per item in this instance: the next starts from the state the last
-  // one wrote, so an instance's own calls never race each other (N concurrent callers would
-  // otherwise cost O(N) failed writes per admission).
-  const queues = new Map<string, Promise<unknown>>();
-  function run(
-    set: PolicySet,
-    key: string,
-    cost: number,
-    nowMs: number,
-    mode: EvaluateMode,
-    marks?: readonly number[],
-    reservation?: ReservationArgs,
-    signal?: CallSignal,
-    lease?: LeaseRequest,
-  ): Promise<StoreResult> {
-    const k = keyOf(set, key);
-    const previous = queues.get(k);
-    const mine = previous === undefined
-      ? decide(k, set, key, cost, nowMs, mode, marks, reservation, signal, lease)
-      : previous.then(settled, settled).then(() => decide(k, set, key, cost, nowMs, mode, marks, reservation, signal, lease));
-    queues.set(k, mine);
-    const done = (): void => {
-      if (queues.get(k) === mine) queues.delete(k);
-    };
-    mine.then(done, done);
-    return mine;
-  }
-
-  async function decide(
-    k: string,
-    set: PolicySet,
-    key: string,
-    cost: number,
-    nowMs: number,
-    mode: EvaluateMode,
-    marks?: readonly number[],
-    reservation?: ReservationArgs,
-    signal?: CallSignal,
-    lease?: LeaseRequest,
-  ): Promise<StoreResult> {
+  /** Decides `operations` (one item's, in arrival order) together, committed by one conditional write. */
+  async function decideBatch(k: string, operations: readonly Operation[]): Promise<StoreResult[]> {
     let seen = cache.get(k) ?? ASSUMED_ABSENT;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      if (signal?.aborted) {
-        throw new FloodgateError("STORE_TIMEOUT", `dynamoDBStore: ${mode} of ${JSON.stringify(key)} abandoned by its caller.`);
+      let state = seen.state;
+      let changed = false;
+      let expiresAtMs = 0;
+      let nowMs = 0;
+      const results: StoreResult[] = [];
+      for (const op of operations) {
+        const evaluation = evaluateState(op.set, state, op.cost, op.nowMs, op.mode, op.marks, op.reservation, op.lease);
+        results.push(evaluation.result);
+        if (op.nowMs > nowMs) nowMs = op.nowMs;
+        if (!evaluation.changed) continue;
+        changed = true;
+        state = evaluation.state;
+        expiresAtMs = evaluation.expiresAtMs;
       }
-      const evaluation = evaluateState(set, seen.state, cost, nowMs, mode, marks, reservation, lease);
-      if (!evaluation.changed) {
-        // A decision that writes nothing (a denial, a peek) stands only on the item as it is now.
+      if (!changed) {
+        // Decisions that write nothing (denials, peeks) stand only on the item as it is now.
         if (seen.verified) {
           cache.set(k, seen);
-          return evaluation.result;
+          return results;
         }
         seen = await read(k);
         continue;
       }
-      const outcome = await write(k, seen, evaluation.state, nowMs, evaluation.expiresAtMs);
+      const outcome = await write(k, seen, state, nowMs, expiresAtMs);
       if (outcome.ok) {
         cache.set(k, outcome.seen);
-        return evaluation.result;
+        return results;
       }
       // Another instance wrote first: decide again on the item it left, at once the first time;
       // after that, the key is contended: a random pause, growing, spreads the writers out.
@@ -273,9 +245,23 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     }
     throw new FloodgateError(
       "STORE_ERROR",
-      `dynamoDBStore: ${mode} of ${JSON.stringify(key)} lost ${MAX_ATTEMPTS} races in a row to other writers of the same key.`,
+      `dynamoDBStore: ${operations[0]!.mode} of ${
+        JSON.stringify(operations[0]!.key)
+      } lost ${MAX_ATTEMPTS} races in a row to other writers of the same key.`,
     );
   }
+  const enqueue = batcher(decideBatch);
+  const run = (
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    mode: EvaluateMode,
+    marks?: readonly number[],
+    reservation?: ReservationArgs,
+    signal?: CallSignal,
+    lease?: LeaseRequest,
+  ): Promise<StoreResult> => enqueue(keyOf(set, key), { set, key, cost, nowMs, mode, marks, reservation, signal, lease });
 
   return {
     name: "dynamodb",
