@@ -28,8 +28,9 @@ import {
 import { type ProxyHeader, type TrustProxy, trustProxySpec } from "./client-ip.ts";
 import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
+import { checkRuleOptions } from "./rule-options.ts";
 import type { RateLimitInfo } from "./result.ts";
-import type { CircuitBreakerOptions, StoreErrorAction } from "./store-guard.ts";
+import type { CircuitBreakerOptions, StoreErrorAction } from "./store-errors.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
 export type MaybePromise<T> = T | Promise<T>;
@@ -342,6 +343,7 @@ export function parseHttpOptions<Raw>(
     for (const name in own) withOwn[name] = own[name] === "function" ? FUNCTION : [isBoolean, "a boolean"];
     all = withOwn;
   }
+  checkRuleOptions((options as { rules?: unknown } | undefined)?.rules, WHERE);
   const o = parseOptions<HttpRateLimitOptions<Raw>>(options, WHERE, all, FOREIGN_OPTIONS);
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalidHttpOption(

@@ -31,7 +31,7 @@ const TEXT_TYPE = "text/plain; charset=utf-8";
 export const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After period.";
 
 /** The answer to a request the `denyList` refuses: 403, nothing counted, no rate-limit headers. */
-export const DENIED_RESPONSE: PreparedResponse = Object.freeze({
+export const REFUSED_RESPONSE: PreparedResponse = Object.freeze({
   status: 403,
   headers: Object.freeze(["Content-Type", JSON_TYPE]),
   body: '{"error":{"code":"FORBIDDEN","message":"Access denied."}}',
