@@ -86,12 +86,12 @@ if (process.argv.includes("--preflight-only")) process.exit(0);
 const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
-// Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin),
-// and testing, which runs in a test runner and is published to npm only.
-const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "postgres"].filter((p) =>
+// Every npm package; the JSR ones (Deno) leave out the Node-only ones: upstash-local (node:http, a bin),
+// testing (it runs in a test runner, npm only), and the AWS packages (Lambda runs them on Node; the AWS SDK comes from npm).
+const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "postgres", "aws-lambda", "dynamodb"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
-const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "testing");
+const jsrPackages = packages.filter((p) => !["upstash-local", "testing", "aws-lambda", "dynamodb"].includes(p));
 
 let passed = 0;
 let failed = 0;

@@ -10,6 +10,7 @@ import express from "express";
 import express4 from "express4";
 import { Hono } from "hono";
 import Koa from "koa";
+import { LAMBDA_TARGETS } from "./lambda-targets.ts";
 
 /** A response, whichever framework produced it. */
 export interface Reply {
@@ -167,4 +168,4 @@ export const fetchTarget: Target = {
   },
 };
 
-export const TARGETS: readonly Target[] = [hono, expressTarget, express4Target, koa, fetchTarget];
+export const TARGETS: readonly Target[] = [hono, expressTarget, express4Target, koa, fetchTarget, ...LAMBDA_TARGETS];

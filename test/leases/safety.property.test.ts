@@ -25,6 +25,8 @@ import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, upstashHarness } from "../redis/harness.ts";
 import { type Admission, check, describePolicy } from "../support/exact-checker.ts";
+import { createTable, dynamoDBStore } from "../../packages/dynamodb/src/index.ts";
+import { startDynalite } from "../dynamodb/dynalite.ts";
 
 const T0 = 1_700_002_800_000;
 
@@ -86,7 +88,20 @@ const kvHarness = async (): Promise<TraceHarness> => {
   return { store: () => kvStore(map), close: async () => undefined };
 };
 
-describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness], ["kv (evaluateState)", kvHarness]] as const)(
+/** The DynamoDB store on dynalite (evaluateState's lease mode in one conditional write). */
+const dynamoHarness = async (): Promise<TraceHarness> => {
+  const server = await startDynalite();
+  await createTable(server.client(), { table: "lease-traces" });
+  const client = server.client();
+  return { store: () => dynamoDBStore({ client, table: "lease-traces" }), close: () => server.stop() };
+};
+
+describe.each(
+  [["ioredis", ioredisHarness], ["upstash", upstashHarness], ["kv (evaluateState)", kvHarness], [
+    "dynamodb (dynalite)",
+    dynamoHarness,
+  ]] as const,
+)(
   "leased mode's safety on random traces (%s)",
   (_name, make) => {
     let h: TraceHarness;

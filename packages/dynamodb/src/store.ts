@@ -1,0 +1,298 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import {
+  type CallSignal,
+  type EvaluateMode,
+  evaluateState,
+  FloodgateError,
+  type LeaseRequest,
+  type PolicySet,
+  type RateLimitStore,
+  type ReservationArgs,
+  type StoreResult,
+} from "@floodgate/core/store";
+import { type Operation as RequestName, storeError } from "./errors.ts";
+import { createHash } from "node:crypto";
+import { batcher, type Operation } from "./batch.ts";
+import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, VERSION } from "./items.ts";
+import { type DynamoDBClientLike, parseStoreOptions } from "./options.ts";
+
+export type { DynamoDBClientLike } from "./options.ts";
+
+/** Options of {@link dynamoDBStore}. */
+export interface DynamoDBStoreOptions {
+  /**
+   * A `DynamoDBClient` from `@aws-sdk/client-dynamodb`, or a `DynamoDBDocumentClient` from
+   * `@aws-sdk/lib-dynamodb` (the store sends it the low-level commands, which it passes through).
+   */
+  client: DynamoDBClientLike;
+  /** The table's name (created beforehand: `createTable`, or the definition in the guide). */
+  table: string;
+  /** The table's partition key, a string attribute. Default `"pk"`. */
+  partitionKey?: string;
+  /** The attribute DynamoDB's TTL is enabled on: every item carries it (epoch seconds). Default `"expiresAt"`. */
+  ttlAttribute?: string;
+  /**
+   * Keys whose last-seen state the instance remembers, so a decision is one conditional write
+   * instead of a read and a write. Default 10,000; 0 remembers none.
+   */
+  cacheSize?: number;
+  /** Seconds added to every item's TTL beyond the moment its state stops mattering (clock skew, late refunds). Default 900. */
+  ttlMarginSeconds?: number;
+}
+
+/** Requests the store sent and what they cost, since it was created (or `stats.reset()`). */
+export interface DynamoDBStoreStats {
+  /** Requests sent to DynamoDB (reads and writes, failed conditions included). */
+  requests: number;
+  /** Conditional writes refused because another instance had written first. */
+  conflicts: number;
+  /** Consistent reads (GetItem). */
+  reads: number;
+  /** Capacity units DynamoDB reported consumed (`ReturnConsumedCapacity: "TOTAL"`). */
+  capacityUnits: number;
+  /** Sets every figure back to 0. */
+  reset(): void;
+}
+
+/** What {@link dynamoDBStore} returns: a store, with its request counters. */
+export interface DynamoDBStore extends RateLimitStore {
+  /** Requests and capacity this store has used. */
+  readonly stats: DynamoDBStoreStats;
+}
+
+const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
+
+/** A conditional write's outcome. */
+type Written = { ok: true; seen: Seen } | { ok: false; current: Seen | undefined };
+
+/** How many times one operation decides again after losing a race before giving up. */
+const MAX_ATTEMPTS = 200;
+/** Longest pause between two attempts on a contended key, ms. */
+const MAX_PAUSE_MS = 50;
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A rate-limit store on one DynamoDB table. All of a key's policies live in one item; a decision
+ * is one conditional `PutItem` on the item's version, computed by `evaluateState` on the state
+ * the instance saw last (or assumed absent): when another instance wrote first, the failed
+ * condition returns the current item (`ReturnValuesOnConditionCheckFailure: "ALL_OLD"`) and the
+ * store decides again on it, with no separate read. A denial writes nothing. Decisions use the
+ * instances' clocks (DynamoDB has none to offer); each algorithm keeps its own anchors (a
+ * window's start, a bucket's arrival time), so an instance whose clock lags never reopens what one
+ * ahead of it closed: a skew of δ shifts the schedule by at most δ (docs/aws-lambda-and-dynamodb.md).
+ *
+ * @example
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ * const store = dynamoDBStore({ client: new DynamoDBClient({}), table: "rate-limits" });
+ * const limiter = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }), store });
+ */
+export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
+  const o = parseStoreOptions(options);
+  const { client, table } = o;
+  const cache = new SeenCache(o.cacheSize);
+  // Versions are unique per write: an instance prefix and a counter, so a state deleted and
+  // written again never repeats a version an instance remembers (no ABA).
+  const instance = Math.random().toString(36).slice(2, 10);
+  let written = 0;
+  const stats: DynamoDBStoreStats = {
+    requests: 0,
+    conflicts: 0,
+    reads: 0,
+    capacityUnits: 0,
+    reset() {
+      stats.requests =
+        stats.conflicts =
+        stats.reads =
+        stats.capacityUnits =
+          0;
+    },
+  };
+  const keyOf = (set: PolicySet, key: string): string => itemKey(set.prefix, key, sha256);
+  const counted = (output: { ConsumedCapacity?: { CapacityUnits?: number } | undefined }): void => {
+    stats.capacityUnits += output.ConsumedCapacity?.CapacityUnits ?? 0;
+  };
+
+  async function send<T extends { ConsumedCapacity?: { CapacityUnits?: number } | undefined }>(
+    command: unknown,
+    operation: RequestName,
+  ): Promise<T> {
+    stats.requests++;
+    try {
+      const output = await client.send(command) as T;
+      counted(output);
+      return output;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException || (error as Error)?.name === "ConditionalCheckFailedException") throw error;
+      throw storeError(error, table, operation);
+    }
+  }
+
+  async function read(k: string): Promise<Seen> {
+    stats.reads++;
+    const output = await send<{ Item?: Record<string, AttributeValue>; ConsumedCapacity?: { CapacityUnits?: number } }>(
+      new GetItemCommand({ TableName: table, Key: { [o.partitionKey]: { S: k } }, ConsistentRead: true, ReturnConsumedCapacity: "TOTAL" }),
+      "GetItem",
+    );
+    return seenOf(output.Item);
+  }
+
+  /** The condition that the item is still as `seen` says, with its names and values. */
+  function condition(seen: Seen): {
+    ConditionExpression: string;
+    ExpressionAttributeNames: Record<string, string>;
+    ExpressionAttributeValues?: Record<string, AttributeValue>;
+  } {
+    if (seen.version === undefined) {
+      return { ConditionExpression: "attribute_not_exists(#k)", ExpressionAttributeNames: { "#k": o.partitionKey } };
+    }
+    // An item without a version is another program's: replaced only while it stays so.
+    if (seen.version === "") {
+      return {
+        ConditionExpression: "attribute_exists(#k) AND attribute_not_exists(#v)",
+        ExpressionAttributeNames: { "#k": o.partitionKey, "#v": VERSION },
+      };
+    }
+    return {
+      ConditionExpression: "#v = :v",
+      ExpressionAttributeNames: { "#v": VERSION },
+      ExpressionAttributeValues: { ":v": { S: seen.version } },
+    };
+  }
+
+  /**
+   * Writes `state` (deletes the item when `undefined`) if the item is still `seen`. Answers the
+   * new view; or, when another writer got there first, the item as the failed condition found it
+   * (`undefined` when DynamoDB returned none: the item is gone, or the server does not return it).
+   */
+  async function write(k: string, seen: Seen, state: unknown, nowMs: number, expiresAtMs: number): Promise<Written> {
+    const common = {
+      TableName: table,
+      ...condition(seen),
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
+      ReturnConsumedCapacity: "TOTAL" as const,
+    };
+    try {
+      if (state === undefined) {
+        if (seen.version !== undefined) await send(new DeleteItemCommand({ ...common, Key: { [o.partitionKey]: { S: k } } }), "DeleteItem");
+        return { ok: true, seen: seenOf(undefined) };
+      }
+      const version = `${instance}${(++written).toString(36)}`;
+      const expiresAt = Math.ceil(Math.max(expiresAtMs, nowMs) / 1000) + o.ttlMarginSeconds;
+      await send(
+        new PutItemCommand({
+          ...common,
+          Item: {
+            [o.partitionKey]: { S: k },
+            [VERSION]: { S: version },
+            [STATE]: { S: JSON.stringify(state) },
+            [o.ttlAttribute]: { N: String(expiresAt) },
+          },
+        }),
+        "PutItem",
+      );
+      return { ok: true, seen: { version, state, verified: true } };
+    } catch (error) {
+      if ((error as Error)?.name !== "ConditionalCheckFailedException") throw error;
+      stats.conflicts++;
+      const item = (error as ConditionalCheckFailedException).Item;
+      return { ok: false, current: item === undefined ? undefined : seenOf(item) };
+    }
+  }
+
+  /** Decides `operations` (one item's, in arrival order) together, committed by one conditional write. */
+  async function decideBatch(k: string, operations: readonly Operation[]): Promise<StoreResult[]> {
+    let seen = cache.get(k) ?? ASSUMED_ABSENT;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      let state = seen.state;
+      let changed = false;
+      let expiresAtMs = 0;
+      let nowMs = 0;
+      const results: StoreResult[] = [];
+      for (const op of operations) {
+        const evaluation = evaluateState(op.set, state, op.cost, op.nowMs, op.mode, op.marks, op.reservation, op.lease);
+        results.push(evaluation.result);
+        if (op.nowMs > nowMs) nowMs = op.nowMs;
+        if (!evaluation.changed) continue;
+        changed = true;
+        state = evaluation.state;
+        expiresAtMs = evaluation.expiresAtMs;
+      }
+      if (!changed) {
+        // Decisions that write nothing (denials, peeks) stand only on the item as it is now.
+        if (seen.verified) {
+          cache.set(k, seen);
+          return results;
+        }
+        seen = await read(k);
+        continue;
+      }
+      const outcome = await write(k, seen, state, nowMs, expiresAtMs);
+      if (outcome.ok) {
+        cache.set(k, outcome.seen);
+        return results;
+      }
+      // Another instance wrote first: decide again on the item it left, at once the first time;
+      // after that, the key is contended: a random pause, growing, spreads the writers out.
+      if (attempt > 0) await pause(Math.random() * Math.min(MAX_PAUSE_MS, 2 ** attempt));
+      seen = outcome.current ?? await read(k);
+    }
+    throw new FloodgateError(
+      "STORE_ERROR",
+      `dynamoDBStore: ${operations[0]!.mode} of ${
+        JSON.stringify(operations[0]!.key)
+      } lost ${MAX_ATTEMPTS} races in a row to other writers of the same key.`,
+    );
+  }
+  const enqueue = batcher(decideBatch);
+  const run = (
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    mode: EvaluateMode,
+    marks?: readonly number[],
+    reservation?: ReservationArgs,
+    signal?: CallSignal,
+    lease?: LeaseRequest,
+  ): Promise<StoreResult> => enqueue(keyOf(set, key), { set, key, cost, nowMs, mode, marks, reservation, signal, lease });
+
+  return {
+    name: "dynamodb",
+    ownsClock: false,
+    stats,
+    consume: (set, key, cost, nowMs, signal) => run(set, key, cost, nowMs, "consume", undefined, undefined, signal),
+    peek: (set, key, nowMs, signal) => run(set, key, 1, nowMs, "peek", undefined, undefined, signal),
+    refund: async (set, key, cost, nowMs, marks) => {
+      await run(set, key, cost, nowMs, "refund", marks);
+    },
+    reset: async (set, key) => {
+      const k = keyOf(set, key);
+      cache.delete(k);
+      await send(
+        new DeleteItemCommand({ TableName: table, Key: { [o.partitionKey]: { S: k } }, ReturnConsumedCapacity: "TOTAL" }),
+        "DeleteItem",
+      );
+    },
+    penalty: async (set, key, cost, nowMs) => {
+      await run(set, key, cost, nowMs, "penalty");
+    },
+    // A block's duration in ms rides where the other modes take a cost.
+    block: async (set, key, durationMs, nowMs) => {
+      await run(set, key, durationMs, nowMs, "block");
+    },
+    unblock: async (set, key) => {
+      await run(set, key, 0, 0, "unblock");
+    },
+    reserve: (set, key, cost, nowMs, id, ttlMs, signal) => run(set, key, cost, nowMs, "reserve", undefined, { id, ttlMs }, signal),
+    // Leased mode: returns, the request and a new lease in one conditional write of the key's item.
+    lease: (set, key, request, nowMs, signal) => run(set, key, 0, nowMs, "lease", undefined, undefined, signal, request),
+    settle: async (set, key, id, actual, nowMs) => (await run(set, key, 0, nowMs, "settle", undefined, { id, actual }))[0] === 1,
+  };
+}

@@ -1,0 +1,4 @@
+import { packageBuild } from "../../tsup.base.ts";
+
+// Node: Lambda's runtime.
+export default packageBuild("node");
