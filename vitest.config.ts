@@ -15,6 +15,7 @@ export default defineConfig({
       { find: /^@floodgate\/express$/, replacement: source("express") },
       { find: /^@floodgate\/koa$/, replacement: source("koa") },
       { find: /^@floodgate\/upstash-local$/, replacement: source("upstash-local") },
+      { find: /^@floodgate\/mysql$/, replacement: source("mysql") },
     ],
   },
   test: {

@@ -87,10 +87,10 @@ const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin).
-const packages = ["core", "hono", "express", "koa", "upstash-local"].filter((p) =>
+const packages = ["core", "hono", "express", "koa", "upstash-local", "mysql"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
-const jsrPackages = packages.filter((p) => p !== "upstash-local");
+const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "mysql");
 
 let passed = 0;
 let failed = 0;
