@@ -63,7 +63,9 @@ async function replay(reference: RateLimitStore, subject: RateLimitStore, set: P
       const expected = op.kind === "consume" ? await reference.consume(set, op.key, op.cost, now) : await reference.peek(set, op.key, now);
       const actual = op.kind === "consume" ? await subject.consume(set, op.key, op.cost, now) : await subject.peek(set, op.key, now);
       expect([...actual], where).toEqual([...expected]);
-      if (op.kind === "consume" && expected[0] === 1) marks.set(op.key, [[...expected.slice(1 + 4 * count)], [...actual.slice(1 + 4 * count)]]);
+      if (op.kind === "consume" && expected[0] === 1) {
+        marks.set(op.key, [[...expected.slice(1 + 4 * count)], [...actual.slice(1 + 4 * count)]]);
+      }
     } else if (op.kind === "refund") {
       await reference.refund(set, op.key, op.cost, now);
       await subject.refund(set, op.key, op.cost, now);
@@ -90,7 +92,13 @@ async function replay(reference: RateLimitStore, subject: RateLimitStore, set: P
   }
 }
 
-const policiesArb = policySets({ maxLimit: 8, windows: [1, 3, 10, 20, 50, 600], rates: [1, 0.5, 0.25, 0.2, 0.1], minPolicies: 1, maxPolicies: 3 });
+const policiesArb = policySets({
+  maxLimit: 8,
+  windows: [1, 3, 10, 20, 50, 600],
+  rates: [1, 0.5, 0.25, 0.2, 0.1],
+  minPolicies: 1,
+  maxPolicies: 3,
+});
 
 describe.skipIf(h === undefined)("equivalence with the memory store: mysql", () => {
   beforeAll(() => undefined);
