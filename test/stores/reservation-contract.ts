@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { concurrency, createRateLimiter, fixedWindow, type RateLimitStore, tokenBucket } from "../../packages/core/src/index.ts";
 import { baseKey } from "../../packages/core/src/stores/redis/script-store.ts";
-import { ledgerKey } from "../../packages/core/src/stores/redis/reservations.ts";
+import { ledgerKey } from "../../packages/core/src/stores/redis/reservation-lua.ts";
 import { KINDS as RATE_KINDS } from "../support/kinds.ts";
 import { hourly, type StoreHarness, uniquePrefix } from "./store-contract.ts";
 

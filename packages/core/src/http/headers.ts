@@ -1,4 +1,4 @@
-import type { Decision } from "../limiter.ts";
+import type { Decision } from "../limiter/index.ts";
 import type { Policy } from "../policies.ts";
 
 // Every header and parameter name Floodgate writes, in one place: the IETF draft is still moving

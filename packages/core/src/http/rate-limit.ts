@@ -19,7 +19,7 @@ import {
 import { createResponder, DENIED_RESPONSE, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, type RequestEnd, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { type BoundLimiter, type CompiledRule, compileRules } from "./rules.ts";
-import type { Decision, RateLimiter } from "../limiter.ts";
+import type { Decision, RateLimiter } from "../limiter/index.ts";
 import type { Policy } from "../policies.ts";
 import { reservationEnd } from "./settlement.ts";
 import { errorText, storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";

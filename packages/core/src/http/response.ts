@@ -1,4 +1,4 @@
-import type { Decision } from "../limiter.ts";
+import type { Decision } from "../limiter/index.ts";
 import type { Policy } from "../policies.ts";
 import { retryAfterSeconds } from "./headers.ts";
 import type { HttpRateLimitOptions, MaybePromise, RateLimitRequest } from "./options.ts";

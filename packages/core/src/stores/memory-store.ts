@@ -2,9 +2,9 @@ import { type Algorithm, algorithmOf, FIELDS_PER_POLICY, toMicros } from "../alg
 import { blockFor, overrideBlocked, penalize } from "./block.ts";
 import { FloodgateError } from "../errors.ts";
 import type { Policy } from "../policies.ts";
-import type { PolicySet, RateLimitStore, StoreResult } from "./store.ts";
+import type { HeldReservation, PolicySet, RateLimitStore, StoreResult } from "./store.ts";
 import { type OptionSpecs, parseOptions, range } from "../validation.ts";
-import { nextSerial, serialOf } from "../reservations.ts";
+import { idOf, nextSerial, serialOf } from "./ids.ts";
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -23,44 +23,48 @@ export interface MemoryStoreOptions {
 /** The embedded store: bounded, synchronous, with no timer and no work at import time. */
 export interface MemoryStore extends RateLimitStore {
   readonly name: "memory";
+  readonly synchronous: true;
   /** Identifiers currently held. */
   readonly size: number;
   /** Reservations outstanding (not yet settled, cancelled, or swept after their `ttl`). */
   readonly reservations: number;
   reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult;
   settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): boolean;
+  reserveHeld(set: PolicySet, key: string, cost: number, nowMs: number, ttlMs: number): StoreResult | HeldReservation;
   dispose(): void;
 }
 
 /**
- * The limiter's way into the memory store's ledger: a reservation's handle keeps its ledger
- * record, so that settling it looks nothing up, and its id string is made only if read.
+ * One outstanding reservation: what it was charged, into what, until when. Handed to the limiter
+ * as a {@link HeldReservation}: settling through it looks nothing up, and its id string is made
+ * only if read.
  */
-export const RESERVE: unique symbol = Symbol("reserve");
-export const SETTLE: unique symbol = Symbol("settle");
-
-/** One outstanding reservation: what it was charged, into what, until when. Opaque outside this file. */
-export interface LedgerRecord {
-  /** The full key (namespace and key) it was reserved under. */
-  readonly key: string;
-  readonly cost: number;
-  /** The store's answer to the reservation: the marks follow the figures (from `at`). Never changed once answered. */
-  readonly result: StoreResult;
-  readonly at: number;
-  readonly expiresAtUs: number;
-  /** Its serial number (see `nextSerial`): the id of a reservation the limiter made here is `idOf(serial)`. */
-  readonly serial: number;
+class LedgerRecord implements HeldReservation {
   /** Until settled, cancelled or swept. */
-  live: boolean;
+  live = true;
   /** The id it was recorded under by `reserve()`, when it was given one (it is then in `#byId`). */
-  id: string | undefined;
-}
+  given: string | undefined = undefined;
+  constructor(
+    readonly store: MemoryStoreImpl,
+    readonly set: PolicySet,
+    /** The full key (namespace and key) it was reserved under. */
+    readonly key: string,
+    readonly cost: number,
+    /** The store's answer to the reservation: the marks follow the figures (from `at`). Never changed once answered. */
+    readonly result: StoreResult,
+    readonly at: number,
+    readonly expiresAtUs: number,
+    /** Its serial number: its id, unless it was given one, is `idOf(serial)`. */
+    readonly serial: number,
+  ) {}
 
-/** The memory store as the limiter calls it for reservations. */
-export interface MemoryLedger {
-  /** The record of an admitted reservation; the store's answer for a denial. */
-  [RESERVE](set: PolicySet, key: string, cost: number, nowMs: number, ttlMs: number): LedgerRecord | StoreResult;
-  [SETTLE](set: PolicySet, record: LedgerRecord, actual: number, nowMs: number): boolean;
+  get id(): string {
+    return this.given ?? idOf(this.serial);
+  }
+
+  settle(actual: number, nowMs: number): boolean {
+    return this.store.settleRecord(this.set, this, actual, nowMs);
+  }
 }
 
 const DEFAULT_MAX_KEYS = 100_000;
@@ -148,15 +152,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStoreImpl(maxKeys, maxReservations);
 }
 
-/** True for a store made by {@link memoryStore}: it answers synchronously, from this process. */
-export const isMemoryStore = (store: unknown): boolean => store instanceof MemoryStoreImpl;
-
-/** The memory store's ledger, for a limiter over it; `undefined` for any other store. */
-export const memoryLedgerOf = (store: unknown): MemoryLedger | undefined => (store instanceof MemoryStoreImpl ? store : undefined);
-
 class MemoryStoreImpl implements MemoryStore {
   readonly name = "memory" as const;
   readonly ownsClock = false;
+  readonly synchronous = true;
   /** Full key → slot × LAYOUTS + layout id, in (approximate) least-recently-used order. */
   #keys = new Map<string, number>();
   #layouts: Layout[] = [];
@@ -179,7 +178,7 @@ class MemoryStoreImpl implements MemoryStore {
   readonly #sweepEvery: number;
   /**
    * Reservations in the order they were made (so by serial number), from `#head` on: the live
-   * ones, and settled ones not yet dropped (at most about as many, see [RESERVE]). A handle keeps
+   * ones, and settled ones not yet dropped (at most about as many, see `reserveHeld`). A handle keeps
    * its record; `settle(id)` finds it by binary search on the serial number of an id this process
    * made, or in `#byId` for a reservation recorded under an id given to `reserve()`.
    */
@@ -205,9 +204,9 @@ class MemoryStoreImpl implements MemoryStore {
   }
 
   reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): StoreResult {
-    const record = this[RESERVE](set, key, cost, nowMs, ttlMs);
+    const record = this.reserveHeld(set, key, cost, nowMs, ttlMs);
     if (Array.isArray(record)) return record as StoreResult;
-    (record as LedgerRecord).id = id;
+    (record as LedgerRecord).given = id;
     this.#byId.set(id, record as LedgerRecord);
     return (record as LedgerRecord).result;
   }
@@ -216,23 +215,23 @@ class MemoryStoreImpl implements MemoryStore {
     const record = this.#byId.get(id) ?? this.#find(serialOf(id));
     // Another key's id settles nothing (nor is it spent).
     if (record === undefined || record.key !== this.#fullKey(set.prefix, key)) return false;
-    return this[SETTLE](set, record, actual, nowMs);
+    return this.settleRecord(set, record, actual, nowMs);
   }
 
-  [RESERVE](set: PolicySet, key: string, cost: number, nowMs: number, ttlMs: number): LedgerRecord | StoreResult {
+  reserveHeld(set: PolicySet, key: string, cost: number, nowMs: number, ttlMs: number): StoreResult | HeldReservation {
     const result = this.#decide(set, key, cost, nowMs, true);
     if (result[0] !== 1) return result;
     if (this.#live >= this.#maxReservations) this.#trimLedger(toMicros(nowMs));
-    const record: LedgerRecord = {
-      key: this.#fullKey(set.prefix, key),
+    const record = new LedgerRecord(
+      this,
+      set,
+      this.#fullKey(set.prefix, key),
       cost,
       result,
-      at: 1 + set.policies.length * FIELDS_PER_POLICY,
-      expiresAtUs: toMicros(nowMs + ttlMs),
-      serial: nextSerial(),
-      live: true,
-      id: undefined,
-    };
+      1 + set.policies.length * FIELDS_PER_POLICY,
+      toMicros(nowMs + ttlMs),
+      nextSerial(),
+    );
     const ledger = this.#ledger;
     // Records no longer live (settled, or swept: those before #head) are dropped once they
     // outnumber the live ones by 16: O(1) per reservation, and the array stays O(live).
@@ -243,7 +242,7 @@ class MemoryStoreImpl implements MemoryStore {
   }
 
   /** Settles a record of this store (of the key its handle was reserved under). */
-  [SETTLE](set: PolicySet, record: LedgerRecord, actual: number, nowMs: number): boolean {
+  settleRecord(set: PolicySet, record: LedgerRecord, actual: number, nowMs: number): boolean {
     if (!record.live) return false;
     this.#drop(record);
     const now = toMicros(nowMs);
@@ -269,7 +268,7 @@ class MemoryStoreImpl implements MemoryStore {
   #drop(record: LedgerRecord): void {
     record.live = false;
     this.#live--;
-    if (record.id !== undefined) this.#byId.delete(record.id);
+    if (record.given !== undefined) this.#byId.delete(record.given);
   }
 
   /** The live record with this serial number, by binary search (the ledger is in serial order). */
