@@ -28,7 +28,7 @@ DECLARE item TEXT;
 ${BEGIN_WRITE}SET fd = 1;
 BEGIN
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
-  SELECT s.entries, s.n1 INTO rec, en FROM ${n.table} s WHERE s.k = CONCAT(bs, ':l:', lid) AND s.kind = 'l' FOR UPDATE;
+  SELECT s.entries, s.n1 INTO rec, en FROM ${n.table} s WHERE s.k = CONCAT(bs, ':l:', lid) AND s.kind = 'l' AND s.expires_us > nw FOR UPDATE;
 END;
 IF fd = 1 THEN
   COMMIT;
@@ -41,7 +41,7 @@ WHILE q <= nr DO
   BEGIN
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
     SELECT s.entries, s.n2 INTO rec, g FROM ${n.table} s
-      WHERE s.k = CONCAT(bs, ':l:', SUBSTRING_INDEX(item, ':', 1)) AND s.kind = 'l' FOR UPDATE;
+      WHERE s.k = CONCAT(bs, ':l:', SUBSTRING_INDEX(item, ':', 1)) AND s.kind = 'l' AND s.expires_us > nw FOR UPDATE;
   END;
   IF fd = 1 THEN
     DELETE FROM ${n.table} WHERE k = CONCAT(bs, ':l:', SUBSTRING_INDEX(item, ':', 1));
