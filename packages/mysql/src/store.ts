@@ -15,7 +15,8 @@ import { type MysqlStoreOptions, parseStoreOptions } from "./options.ts";
 import { prepare, type Prepared } from "./prepared.ts";
 
 /** What `mysqlStore()` returns: a {@link RateLimitStore} with its schema's lifecycle. */
-export interface MysqlStore extends RateLimitStore {
+export interface MysqlStore
+  extends RateLimitStore, Required<Pick<RateLimitStore, "reserve" | "settle" | "lease" | "penalty" | "block" | "unblock">> {
   readonly ownsClock: boolean;
   /**
    * Creates the table when missing and (re)creates the procedures: idempotent, explicit (the
