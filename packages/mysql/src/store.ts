@@ -15,8 +15,19 @@ import { type MysqlStoreOptions, parseStoreOptions } from "./options.ts";
 import { prepare, type Prepared } from "./prepared.ts";
 
 /** What `mysqlStore()` returns: a {@link RateLimitStore} with its schema's lifecycle. */
-export interface MysqlStore
-  extends RateLimitStore, Required<Pick<RateLimitStore, "reserve" | "settle" | "lease" | "penalty" | "block" | "unblock">> {
+export interface MysqlStore extends RateLimitStore {
+  /** See {@link RateLimitStore.reserve}: the estimate charged and a ledger row written in one transaction. */
+  reserve: NonNullable<RateLimitStore["reserve"]>;
+  /** See {@link RateLimitStore.settle}. */
+  settle: NonNullable<RateLimitStore["settle"]>;
+  /** See {@link RateLimitStore.lease}: returns, the request and a new lease in one transaction. */
+  lease: NonNullable<RateLimitStore["lease"]>;
+  /** See {@link RateLimitStore.penalty}. */
+  penalty: NonNullable<RateLimitStore["penalty"]>;
+  /** See {@link RateLimitStore.block}. */
+  block: NonNullable<RateLimitStore["block"]>;
+  /** See {@link RateLimitStore.unblock}. */
+  unblock: NonNullable<RateLimitStore["unblock"]>;
   readonly ownsClock: boolean;
   /**
    * Creates the table when missing and (re)creates the procedures: idempotent, explicit (the
