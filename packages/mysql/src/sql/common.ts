@@ -1,5 +1,5 @@
 import { nth, SERVER_NOW } from "./expr.ts";
-import type { Names } from "./kernel.ts";
+import { APPLY, loadBlock, type Names, saveStatement } from "./kernel.ts";
 
 /*
  * What the public procedures share. Their arguments describe the policy set in two strings:
@@ -13,7 +13,7 @@ export const SET_ARGS = "IN bs VARBINARY(3000), IN kinds VARCHAR(32), IN nums VA
 
 /** Variables every public procedure declares, and its clock. */
 export const DECLARE = `DECLARE nw BIGINT DEFAULT COALESCE(tm, ${SERVER_NOW});
-DECLARE n, p, fd, ok, al INT DEFAULT 0;
+DECLARE n, p, fd, ok, al, chg INT DEFAULT 0;
 DECLARE L, pr, a, b, c, rem, rst, rty, nx, mk BIGINT;
 DECLARE lg LONGBLOB;
 DECLARE kd CHAR(1);
@@ -48,12 +48,11 @@ END WHILE;
 export const applyAll = (n: Names, cost: string, chg: "0" | "1", lock: string): string =>
   `SET res = '', mks = '', al = 1;
 ${
-    forEachPolicy(`CALL ${n.local("load")}(kk, kd, nw, ${lock}, fd, a, b, c, lg);
-CALL ${n.local("apply")}(kd, L, pr, nw, ${cost}, ${chg}, a, b, c, lg, ok, rem, rst, rty, nx, mk);
-IF ok = 0 THEN SET al = 0; END IF;
+    forEachPolicy(`${loadBlock(n, lock)}SET chg = ${chg};
+${APPLY}IF ok = 0 THEN SET al = 0; END IF;
 ${
       chg === "1"
-        ? `IF ok = 1 THEN CALL ${n.local("save")}(kk, kd, a, b, c, lg, nx); SET mks = CONCAT(mks, ',', mk); END IF;\n`
+        ? `IF ok = 1 THEN ${saveStatement(n)}SET mks = CONCAT(mks, ',', mk); END IF;\n`
         : ""
     }SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 `)

@@ -40,6 +40,42 @@ END CASE;
 /** The state variables every kernel procedure passes on. */
 const STATE = "INOUT a BIGINT, INOUT b BIGINT, INOUT c BIGINT, INOUT lg LONGBLOB";
 
+/**
+ * Reads one policy's row `kk` into a..lg, `lk` the lock mode (see the load procedure). Pasted
+ * into the decision loops rather than called: a nested CALL costs the server more than the
+ * statements it runs.
+ */
+export const loadBlock = (n: Names, lk: string): string =>
+  `BEGIN
+DECLARE tk CHAR(1);
+DECLARE ex BIGINT;
+DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+SET fd = 1;
+IF ${lk} = 0 THEN
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk;
+ELSE
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk FOR UPDATE;
+  IF fd = 0 AND ${lk} = 1 THEN
+    INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us) VALUES (kk, '', 0, 0, 0, NULL, 0)
+      ON DUPLICATE KEY UPDATE expires_us = expires_us;
+    SET fd = 1;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk FOR UPDATE;
+  END IF;
+END IF;
+IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+END;
+`;
+
+/** Decides (with `chg` = 1, charges) `cost` for one policy: sets ok, rem, rst, rty, nx and the mark mk. */
+export const APPLY: string =
+  /* @__PURE__ */ (() =>
+    `${dispatch("apply")}SET mk = IF(kd IN ('l', 'c'), IF(${entries("lg")} > 0, ${entry("lg", `${entries("lg")} - 1`)}, 0), a);
+`)();
+
+/** Writes one policy's row back. */
+export const saveStatement = (n: Names): string =>
+  `UPDATE ${n.table} SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;\n`;
+
 /** `CREATE PROCEDURE` statements of the kernel. */
 export function kernelProcedures(n: Names): string[] {
   return [
@@ -48,24 +84,7 @@ export function kernelProcedures(n: Names): string[] {
     // not deadlock); 2 locks it only when it exists. fd: whether it holds live state of kind kd.
     `CREATE PROCEDURE ${n.create("load")}(IN kk VARBINARY(3072), IN kd CHAR(1), IN nw BIGINT, IN lk TINYINT, OUT fd TINYINT, ${STATE})
     READS SQL DATA
-BEGIN
-DECLARE tk CHAR(1);
-DECLARE ex BIGINT;
-DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
-SET fd = 1;
-IF lk = 0 THEN
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk;
-ELSE
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk FOR UPDATE;
-  IF fd = 0 AND lk = 1 THEN
-    INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us) VALUES (kk, '', 0, 0, 0, NULL, 0)
-      ON DUPLICATE KEY UPDATE expires_us = expires_us;
-    SET fd = 1;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk FOR UPDATE;
-  END IF;
-END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
-END`,
+${loadBlock(n, "lk")}`,
     `CREATE PROCEDURE ${
       n.create("save")
     }(IN kk VARBINARY(3072), IN kd CHAR(1), IN a BIGINT, IN b BIGINT, IN c BIGINT, IN lg LONGBLOB, IN nx BIGINT)
@@ -76,8 +95,7 @@ UPDATE ${n.table} SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_u
   OUT ok TINYINT, OUT rem BIGINT, OUT rst BIGINT, OUT rty BIGINT, OUT nx BIGINT, OUT mk BIGINT)
     NO SQL
 BEGIN
-${dispatch("apply")}SET mk = IF(kd IN ('l', 'c'), IF(${entries("lg")} > 0, ${entry("lg", `${entries("lg")} - 1`)}, 0), a);
-END`,
+${APPLY}END`,
     `CREATE PROCEDURE ${
       n.create("refund_one")
     }(IN kd CHAR(1), IN L BIGINT, IN pr BIGINT, IN nw BIGINT, IN cost BIGINT, IN mk BIGINT, ${STATE}, OUT nx BIGINT)
