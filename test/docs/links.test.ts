@@ -228,6 +228,7 @@ describe("docs", () => {
       "packages/express/README.md",
       "packages/hono/README.md",
       "packages/koa/README.md",
+      "packages/mysql/README.md",
       "packages/upstash-local/README.md",
     ]);
     for (const readme of readmes) {

@@ -6,6 +6,7 @@ import { FloodgateError } from "@floodgate/core/store";
  * calls through its callbacks: no second pool, no wrapper per call).
  */
 export interface MysqlClient {
+  /** Sends one statement with `?` placeholders filled from `values` (mysql2's `query`). */
   query(sql: string, values?: unknown): unknown;
 }
 
@@ -78,7 +79,7 @@ export function setupError(error: unknown, where: string, table: string): Floodg
   let message: string | undefined;
   if (errno === NO_PROCEDURE || errno === NO_TABLE) {
     message =
-      `the table \`${table}\` or its procedures are missing in ${where}${detail}: run the migration once, \`await store.migrate()\` or the SQL of \`migrationSql()\` (shipped as @floodgate/mysql/floodgate.sql).`;
+      `the table \`${table}\` or its procedures are missing in ${where}${detail}: run the migration once, \`await store.migrate()\` or the SQL of \`migrationSql()\` (shipped as node_modules/@floodgate/mysql/floodgate.sql).`;
   } else if (errno === NO_DATABASE) {
     message = `${where} does not exist${detail}: create it, or name another with the \`database\` option.`;
   } else if (errno === BAD_FIELD) {
