@@ -42,10 +42,10 @@ END WHILE;
 `;
 
 /**
- * Applies `cost` to every policy (charging it when `chg` is 1, and then writing each row and its
+ * Applies the variable `cost` to every policy (charging it when `chg` is 1, and then writing each row and its
  * mark): `res` gets the figures, `mks` the marks, `al` whether every policy admitted it.
  */
-export const applyAll = (n: Names, cost: string, chg: "0" | "1", lock: string): string =>
+export const applyAll = (n: Names, chg: "0" | "1", lock: string): string =>
   `SET res = '', mks = '', al = 1;
 ${
     forEachPolicy(`${loadBlock(n, lock)}SET chg = ${chg};

@@ -59,7 +59,7 @@ END IF;
   SET q = q + 1;
 END WHILE;
 SET cost = IF(req > 0, req, 1), g = want, wend = nw + life;
-${applyAll(n, "cost", "0", "1")}${
+${applyAll(n, "0", "1")}${
     forEachPolicy(`SET rest = ${nth("SUBSTRING(res, 2)", "4 * p + 2")} - req;
 IF rest < GREATEST((L + 99) DIV 100, 2 * cost) THEN SET g = 0; ELSE SET g = LEAST(g, rest DIV 2); END IF;
 IF kd <> 't' THEN SET wend = LEAST(wend, (nw DIV (pr * 1000) + 1) * pr * 1000); END IF;
@@ -73,14 +73,14 @@ ELSE
   IF wend - nw < minlife THEN SET g = 0; END IF;
   IF g > 0 THEN
     SET cost = req + g;
-    ${applyAll(n, "cost", "0", "1")}    IF al = 1 THEN
-      ${applyAll(n, "cost", "1", "1")}    ELSE
+    ${applyAll(n, "0", "1")}    IF al = 1 THEN
+      ${applyAll(n, "1", "1")}    ELSE
       SET g = 0;
     END IF;
   END IF;
   IF g = 0 AND req > 0 THEN
     SET cost = req;
-    ${applyAll(n, "cost", "1", "1")}  END IF;
+    ${applyAll(n, "1", "1")}  END IF;
   SET life = wend - nw;
 END IF;
 IF req = 0 THEN SET ok = g > 0; END IF;

@@ -40,9 +40,9 @@ BEGIN
   SELECT s.n1 INTO bu FROM ${n.table} s WHERE s.k = ${BLOCK_KEY} AND s.kind = 'b' AND s.expires_us > nw;
 END;
 IF CHAR_LENGTH(kinds) = 1 AND op > 0 AND bu = 0 THEN
-${applyAll(n, "cost", "1", "1")}ELSE
-${applyAll(n, "cost", "0", "IF(op > 0, 1, 0)")}  IF al = 1 AND op > 0 AND bu = 0 THEN
-${applyAll(n, "cost", "1", "1")}  END IF;
+${applyAll(n, "1", "1")}ELSE
+${applyAll(n, "0", "IF(op > 0, 1, 0)")}  IF al = 1 AND op > 0 AND bu = 0 THEN
+${applyAll(n, "1", "1")}  END IF;
 END IF;
 IF al = 0 AND op > 0 AND bu = 0 THEN
   ${
