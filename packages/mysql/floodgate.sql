@@ -347,11 +347,8 @@ ELSE
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
 END IF;
-BEGIN
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET bu = 0;
-  SELECT s.n1 INTO bu FROM `floodgate` s WHERE s.k = CONCAT(bs, ':b') AND s.kind = 'b' AND s.expires_us > nw;
-END;
-IF CHAR_LENGTH(kinds) = 1 AND op > 0 AND bu = 0 THEN
+-- One policy: read (with the block), decide and charge in one pass; several: decide all, then charge all.
+IF CHAR_LENGTH(kinds) = 1 AND op > 0 THEN
 SET res = '', mks = '', al = 1;
 SET n = CHAR_LENGTH(kinds), p = 0;
 WHILE p < n DO
@@ -363,19 +360,22 @@ DECLARE ex BIGINT;
 DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
 SET fd = 1;
 IF 1 = 0 THEN
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk;
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk;
 ELSE
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   IF fd = 0 AND 1 = 1 THEN
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (kk, '', 0, 0, 0, NULL, 0)
       ON DUPLICATE KEY UPDATE expires_us = expires_us;
     SET fd = 1;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
+END IF;
+IF fd = 0 AND p = 0 THEN
+  SELECT z.n1 INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
 END IF;
 IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
-SET chg = 1;
+SET chg = IF(bu > 0, 0, 1);
 CASE kd
 WHEN 't' THEN
 BEGIN
@@ -495,7 +495,7 @@ ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind'
 END CASE;
 SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
 IF ok = 0 THEN SET al = 0; END IF;
-IF ok = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
+IF ok = 1 AND chg = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
 SET mks = CONCAT(mks, ',', mk); END IF;
 SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 SET p = p + 1;
@@ -512,15 +512,18 @@ DECLARE ex BIGINT;
 DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
 SET fd = 1;
 IF IF(op > 0, 1, 0) = 0 THEN
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk;
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk;
 ELSE
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   IF fd = 0 AND IF(op > 0, 1, 0) = 1 THEN
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (kk, '', 0, 0, 0, NULL, 0)
       ON DUPLICATE KEY UPDATE expires_us = expires_us;
     SET fd = 1;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
+END IF;
+IF fd = 0 AND p = 0 THEN
+  SELECT z.n1 INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
 END IF;
 IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
@@ -791,7 +794,7 @@ ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind'
 END CASE;
 SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
 IF ok = 0 THEN SET al = 0; END IF;
-IF ok = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
+IF ok = 1 AND chg = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
 SET mks = CONCAT(mks, ',', mk); END IF;
 SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 SET p = p + 1;
@@ -1444,7 +1447,7 @@ ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind'
 END CASE;
 SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
 IF ok = 0 THEN SET al = 0; END IF;
-IF ok = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
+IF ok = 1 AND chg = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
 SET mks = CONCAT(mks, ',', mk); END IF;
 SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 SET p = p + 1;
@@ -1598,7 +1601,7 @@ ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind'
 END CASE;
 SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
 IF ok = 0 THEN SET al = 0; END IF;
-IF ok = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
+IF ok = 1 AND chg = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
 SET mks = CONCAT(mks, ',', mk); END IF;
 SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 SET p = p + 1;

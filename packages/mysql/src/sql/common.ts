@@ -43,16 +43,17 @@ END WHILE;
 
 /**
  * Applies the variable `cost` to every policy (charging it when `chg` is 1, and then writing each row and its
- * mark): `res` gets the figures, `mks` the marks, `al` whether every policy admitted it.
+ * mark): `res` gets the figures, `mks` the marks, `al` whether every policy admitted it. With
+ * `block`, the first read also reads the key's block into `bu` (see loadBlock).
  */
-export const applyAll = (n: Names, chg: "0" | "1", lock: string): string =>
+export const applyAll = (n: Names, chg: string, lock: string, block = false): string =>
   `SET res = '', mks = '', al = 1;
 ${
-    forEachPolicy(`${loadBlock(n, lock)}SET chg = ${chg};
+    forEachPolicy(`${loadBlock(n, lock, block)}SET chg = ${chg};
 ${APPLY}IF ok = 0 THEN SET al = 0; END IF;
 ${
-      chg === "1"
-        ? `IF ok = 1 THEN ${saveStatement(n)}SET mks = CONCAT(mks, ',', mk); END IF;\n`
+      chg !== "0"
+        ? `IF ok = 1 AND chg = 1 THEN ${saveStatement(n)}SET mks = CONCAT(mks, ',', mk); END IF;\n`
         : ""
     }SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 `)

@@ -45,26 +45,41 @@ const STATE = "INOUT a BIGINT, INOUT b BIGINT, INOUT c BIGINT, INOUT lg LONGBLOB
  * into the decision loops rather than called: a nested CALL costs the server more than the
  * statements it runs.
  */
-export const loadBlock = (n: Names, lk: string): string =>
-  `BEGIN
+export const loadBlock = (n: Names, lk: string, block = false): string => {
+  // With `block`, the first policy's read also reads when the key's block ends into `bu` (0:
+  // none), one statement for both; when that row is missing and not created, a read of its own.
+  const bu = block
+    ? `, IF(p = 0, COALESCE((SELECT z.n1 FROM ${n.table} z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu)`
+    : "";
+  const into = `INTO tk, a, b, c, lg, ex${block ? ", bu" : ""} FROM ${n.table} s WHERE s.k = kk`;
+  const columns = `SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us${bu}`;
+  return `BEGIN
 DECLARE tk CHAR(1);
 DECLARE ex BIGINT;
 DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
 SET fd = 1;
 IF ${lk} = 0 THEN
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk;
+  ${columns} ${into};
 ELSE
-  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk FOR UPDATE;
+  ${columns} ${into} FOR UPDATE;
   IF fd = 0 AND ${lk} = 1 THEN
     INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us) VALUES (kk, '', 0, 0, 0, NULL, 0)
       ON DUPLICATE KEY UPDATE expires_us = expires_us;
     SET fd = 1;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM ${n.table} s WHERE s.k = kk FOR UPDATE;
+    ${columns} ${into} FOR UPDATE;
   END IF;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+${
+    block
+      ? `IF fd = 0 AND p = 0 THEN
+  SELECT z.n1 INTO bu FROM ${n.table} z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
+END IF;
+`
+      : ""
+  }IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 `;
+};
 
 /** Decides (with `chg` = 1, charges) `cost` for one policy: sets ok, rem, rst, rty, nx and the mark mk. */
 export const APPLY: string =

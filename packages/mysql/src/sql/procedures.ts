@@ -35,13 +35,10 @@ ELSE
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
 END IF;
-BEGIN
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET bu = 0;
-  SELECT s.n1 INTO bu FROM ${n.table} s WHERE s.k = ${BLOCK_KEY} AND s.kind = 'b' AND s.expires_us > nw;
-END;
-IF CHAR_LENGTH(kinds) = 1 AND op > 0 AND bu = 0 THEN
-${applyAll(n, "1", "1")}ELSE
-${applyAll(n, "0", "IF(op > 0, 1, 0)")}  IF al = 1 AND op > 0 AND bu = 0 THEN
+-- One policy: read (with the block), decide and charge in one pass; several: decide all, then charge all.
+IF CHAR_LENGTH(kinds) = 1 AND op > 0 THEN
+${applyAll(n, "IF(bu > 0, 0, 1)", "1", true)}ELSE
+${applyAll(n, "0", "IF(op > 0, 1, 0)", true)}  IF al = 1 AND op > 0 AND bu = 0 THEN
 ${applyAll(n, "1", "1")}  END IF;
 END IF;
 IF al = 0 AND op > 0 AND bu = 0 THEN
