@@ -6,7 +6,7 @@
  * penalties, resets; time moving forward, and stepping back.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
   concurrency,
   fixedWindow,
@@ -101,7 +101,6 @@ const policiesArb = policySets({
 });
 
 describe.skipIf(h === undefined)("equivalence with the memory store: mysql", () => {
-  beforeAll(() => undefined);
   afterAll(async () => {
     await h?.close();
   });

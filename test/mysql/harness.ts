@@ -2,7 +2,6 @@
  * The MySQL store over a test database (test/support/mysql-server.ts), migrated once: what the
  * contract suite, the traces and the process tests share.
  */
-import type { RateLimitStore } from "../../packages/core/src/index.ts";
 import { type MysqlStore, mysqlStore, type MysqlStoreOptions } from "../../packages/mysql/src/index.ts";
 import type { StoreHarness } from "../stores/store-contract.ts";
 import { mysqlDatabase, type MysqlTestDatabase } from "../support/mysql-server.ts";
@@ -54,6 +53,3 @@ export async function mysqlHarness(): Promise<MysqlHarness | undefined> {
     close: () => db.drop(),
   };
 }
-
-/** The store as a plain RateLimitStore (for suites typed on the contract). */
-export type AnyStore = RateLimitStore;
