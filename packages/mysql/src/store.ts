@@ -47,7 +47,7 @@ export interface MysqlStore extends RateLimitStore {
 /** How long a setup error (no migration, no privilege, read-only server) is answered without asking the server again. */
 const SETUP_HOLD_MS = 5000;
 /** Attempts of an operation rolled back by a deadlock or a lock wait timeout (nothing was charged). */
-const ATTEMPTS = 3;
+const ATTEMPTS = 5;
 
 class MysqlRateLimitStore implements MysqlStore {
   readonly name = "mysql";
@@ -102,7 +102,11 @@ class MysqlRateLimitStore implements MysqlStore {
         return await this.#run(statement, values);
       } catch (error) {
         const errno = errnoOf(error);
-        if (errno !== undefined && RETRYABLE.includes(errno) && attempt < ATTEMPTS && signal?.aborted !== true) continue;
+        if (errno !== undefined && RETRYABLE.includes(errno) && attempt < ATTEMPTS && signal?.aborted !== true) {
+          // A moment apart, so the transactions that collided do not collide again at once.
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 4 * attempt));
+          continue;
+        }
         const setup = setupError(error, this.#where, this.#options.table ?? "floodgate");
         if (setup !== undefined) {
           this.#setup = { error: setup, until: Date.now() + SETUP_HOLD_MS };

@@ -62,11 +62,16 @@ ${
 /** A bounded sweep of expired rows after the transaction, when the caller asks for one (`sw` rows). */
 export const SWEEP = (n: Names): string => `IF sw > 0 THEN CALL ${n.local("sweep")}(nw, sw); END IF;\n`;
 
-/** The sweep: at most `lim` rows expired before `nw`; a failure (a lock wait, a deadlock) skips it. */
+/**
+ * The sweep: at most `lim` rows expired before `nw`; a failure (a lock wait, a deadlock) skips it.
+ * READ COMMITTED, as the decisions: at the session's default REPEATABLE READ its range scan would
+ * lock gaps of the expiry index that concurrent decisions move their rows' expiries into.
+ */
 export const sweepProcedure = (n: Names): string =>
   `CREATE PROCEDURE ${n.create("sweep")}(IN nw BIGINT, IN lim INT)
     MODIFIES SQL DATA
 BEGIN
 DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DELETE FROM ${n.table} WHERE expires_us < nw LIMIT lim;
 END`;
