@@ -33,7 +33,7 @@ ELSE
     SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 $$
 
@@ -374,7 +374,7 @@ END IF;
 IF fd = 0 AND p = 0 THEN
   SELECT z.n1 INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = IF(bu > 0, 0, 1);
 CASE kd
@@ -526,7 +526,7 @@ END IF;
 IF fd = 0 AND p = 0 THEN
   SELECT z.n1 INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 0;
 CASE kd
@@ -673,7 +673,7 @@ ELSE
     SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 1;
 CASE kd
@@ -1015,7 +1015,7 @@ ELSE
     SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 0;
 CASE kd
@@ -1179,7 +1179,7 @@ ELSE
     SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 0;
 CASE kd
@@ -1326,7 +1326,7 @@ ELSE
     SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 1;
 CASE kd
@@ -1480,7 +1480,7 @@ ELSE
     SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
   END IF;
 END IF;
-IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 1;
 CASE kd

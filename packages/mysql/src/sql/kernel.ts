@@ -12,8 +12,10 @@ import { TOKEN_BUCKET_SQL } from "./token-bucket.ts";
  *
  * A policy's row: `k` its key (`prefix{identifier}`, then `:1`, `:2`... for further policies),
  * `kind` its kind letter, `n1`..`n3` its numbers, `entries` its log, `expires_us` when it stops
- * mattering. A row that has expired, or holds another kind's state (a limiter reconfigured under
- * the same prefix), reads as no state.
+ * mattering. A row holding another kind's state (a limiter reconfigured under the same prefix)
+ * reads as no state. An expired row is read as it is, as the memory store reads state it has not
+ * evicted yet: the algorithms decide on it exactly as on no state while time moves forward, and
+ * as the memory store does when the clock steps back; the sweep deletes it.
  */
 
 /** Every kind, by its letter: the kernel's dispatch, in one place. */
@@ -76,7 +78,7 @@ ${
 END IF;
 `
       : ""
-  }IF fd = 0 OR tk <> kd OR ex <= nw THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+  }IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 `;
 };
