@@ -16,6 +16,7 @@ export default defineConfig({
       { find: /^@floodgate\/koa$/, replacement: source("koa") },
       { find: /^@floodgate\/upstash-local$/, replacement: source("upstash-local") },
       { find: /^@floodgate\/mysql$/, replacement: source("mysql") },
+      { find: /^@floodgate\/testing$/, replacement: source("testing") },
     ],
   },
   test: {

@@ -86,11 +86,12 @@ if (process.argv.includes("--preflight-only")) process.exit(0);
 const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
-// Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin).
-const packages = ["core", "hono", "express", "koa", "upstash-local", "mysql"].filter((p) =>
+// Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin),
+// testing, which runs in a test runner and is published to npm only, and mysql (mysql2 is a Node client).
+const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "mysql"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
-const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "mysql");
+const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "testing" && p !== "mysql");
 
 let passed = 0;
 let failed = 0;

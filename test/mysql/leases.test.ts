@@ -16,7 +16,8 @@ import {
   slidingWindow,
   tokenBucket,
 } from "../../packages/core/src/index.ts";
-import { kvStore, VersionedMap } from "../stores/kv-store.ts";
+import { kvStore } from "../../examples/custom-store/kv-store.ts";
+import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { type MysqlHarness, mysqlHarness } from "./harness.ts";
 

@@ -1,4 +1,4 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 
 /*
  * What every algorithm is made of. Each kind lives in one file of this folder (its policy

@@ -1,7 +1,8 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import {
   type Algorithm,
   type AlgorithmDefinition,
+  type AlgorithmTraits,
   ceilMs,
   type LuaAlgorithm,
   NEVER,
@@ -9,6 +10,9 @@ import {
   settleFragment,
 } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
+
+/** Never leased: it writes an entry per unit anyway, so a lease would save no write. */
+const SLIDING_LOG_TRAITS: AlgorithmTraits = { lease: undefined, holdsUnits: false, cachesDenials: true };
 
 /**
  * Sliding log: one µs timestamp per admitted cost unit, oldest first, kept in a ring so that
@@ -18,8 +22,7 @@ import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-
  * never beyond the limit, only when an admission does not fit.
  */
 export const SLIDING_LOG: Algorithm = {
-  // Never leased: it writes an entry per unit anyway, so a lease would save no write.
-  traits: { lease: undefined, holdsUnits: false, cachesDenials: true },
+  traits: SLIDING_LOG_TRAITS,
   width: 3,
   keepsLog: true,
   apply(p, s, o, log, now, cost, out, i, charge) {
@@ -154,7 +157,7 @@ export function removeEntries(p: Policy, s: Float64Array, o: number, entries: nu
 /**
  * Smallest capacity of a grown ring: the first push into an empty array makes V8 reserve 17 slots
  * anyway, so growing to 16 at once costs no memory and spares a key with a handful of entries a
- * growth per admission (a growth rotates and pushes: ~1,000 instructions).
+ * growth per admission (a growth rotates and pushes).
  */
 const GROWN_RING = 16;
 
@@ -186,7 +189,9 @@ export function slidingLog(options: WindowPolicyOptions): Policy {
 
 /**
  * Sliding log in Lua. Redis state: a list of µs timestamps, oldest first. Parameter: window ms.
- * Carried from eval to commit: a = at, b = count.
+ * Carried from eval to commit: a = at, b = count. The entries that left the window are found by
+ * galloping then bisecting from the oldest (the newest is still in the window) and dropped with
+ * one LTRIM: a call's work grows with the log of how many expire at once, not with their number.
  */
 export const SLIDING_LOG_LUA: LuaAlgorithm = {
   code: "l",
@@ -206,12 +211,17 @@ if last then
   if last <= cutoff then
     redis.call("DEL", k)
   else
-    local first = tonumber(redis.call("LINDEX", k, "0"))
-    while first <= cutoff do
-      redis.call("LPOP", k)
-      first = tonumber(redis.call("LINDEX", k, "0"))
-    end
     count = redis.call("LLEN", k)
+    if tonumber(redis.call("LINDEX", k, "0")) <= cutoff then
+      local lo, hi = 0, 1
+      while tonumber(redis.call("LINDEX", k, fmt("%d", hi))) <= cutoff do lo, hi = hi, math.min(hi * 2, count - 1) end
+      while hi - lo > 1 do
+        local mid = floor((lo + hi) / 2)
+        if tonumber(redis.call("LINDEX", k, fmt("%d", mid))) <= cutoff then lo = mid else hi = mid end
+      end
+      redis.call("LTRIM", k, fmt("%d", hi), "-1")
+      count = count - hi
+    end
   end
 end
 ok = count + cost <= L
@@ -280,7 +290,7 @@ end
 };
 
 export const SLIDING_LOG_DEFINITION: AlgorithmDefinition<"sliding-log"> = {
-  traits: SLIDING_LOG.traits,
+  traits: SLIDING_LOG_TRAITS,
   kind: "sliding-log",
   factoryName: "slidingLog",
   lua: SLIDING_LOG_LUA,

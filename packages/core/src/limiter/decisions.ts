@@ -1,5 +1,5 @@
 import { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import { sourceOf, type StoreResult, type StoreSource } from "../stores/store.ts";
 import { RESOLVED } from "./reservation.ts";
 import type { Charge, Decision, PolicyDecision } from "./types.ts";
@@ -99,8 +99,8 @@ const SINGLE_DECISION: object = SingleDecision.prototype;
  * {@link SingleDecision}'s prototype, not by `new SingleDecision()`. When `limit()` resolves its
  * promise with it, the optimizing compiler (Node 20) skips the look-up of a `then` method only
  * for an object whose shape it knows from where it was made: so for this one, not for an
- * instance a constructor built. That look-up walks the prototype chain: with the generic promise
- * resolution around it, ≈ 300 machine instructions per `limit()` (measured with callgrind).
+ * instance a constructor built. That look-up walks the prototype chain on every `limit()`
+ * (bench/README.md has what it costs).
  * Properties, their order, the prototype and `toJSON` are those of the class instance.
  */
 export function singleDecision(result: StoreResult, policy: Policy, cost: number): Decision {
@@ -121,7 +121,7 @@ function fillSingle(
   d.retryAfterMs = d.allowed ? 0 : retryOf(result[4]!);
   d.policy = policy.name;
   // A charged admission's mark follows the figures (see chargeOf). Plain data, not frozen:
-  // freezing the charge and its marks cost ~1,000 machine instructions per decision (callgrind).
+  // freezing the charge and its marks on every decision costs more than the decision itself.
   d.charge = d.allowed && cost > 0 && result.length > 5 ? { cost, marks: [result[5]!] } : undefined;
   d.source = sourceOf(result);
   return d;

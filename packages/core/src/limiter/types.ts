@@ -1,5 +1,5 @@
 import type { Duration } from "../duration.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import type { ResilientStoreOptions } from "../stores/resilient-store.ts";
 import type { RateLimitStore, StoreSource } from "../stores/store.ts";
 
