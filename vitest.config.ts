@@ -16,6 +16,7 @@ export default defineConfig({
       { find: /^@floodgate\/koa$/, replacement: source("koa") },
       { find: /^@floodgate\/upstash-local$/, replacement: source("upstash-local") },
       { find: /^@floodgate\/postgres$/, replacement: source("postgres") },
+      { find: /^@floodgate\/mysql$/, replacement: source("mysql") },
       { find: /^@floodgate\/testing$/, replacement: source("testing") },
       { find: /^@floodgate\/aws-lambda$/, replacement: source("aws-lambda") },
       { find: /^@floodgate\/dynamodb$/, replacement: source("dynamodb") },

@@ -87,11 +87,12 @@ const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out the Node-only ones: upstash-local (node:http, a bin),
-// testing (it runs in a test runner, npm only), and the AWS packages (Lambda runs them on Node; the AWS SDK comes from npm).
-const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "postgres", "aws-lambda", "dynamodb"].filter((p) =>
+// testing (it runs in a test runner, npm only), mysql (mysql2 is a Node client), and the AWS packages
+// (Lambda runs them on Node; the AWS SDK comes from npm).
+const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "postgres", "mysql", "aws-lambda", "dynamodb"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
-const jsrPackages = packages.filter((p) => !["upstash-local", "testing", "aws-lambda", "dynamodb"].includes(p));
+const jsrPackages = packages.filter((p) => !["upstash-local", "testing", "mysql", "aws-lambda", "dynamodb"].includes(p));
 
 let passed = 0;
 let failed = 0;

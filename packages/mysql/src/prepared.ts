@@ -1,0 +1,52 @@
+import { FloodgateError, type PolicySet } from "@floodgate/core/store";
+import { MAX_POLICIES } from "./sql/expr.ts";
+
+/** A policy set as the procedures take it, computed once per set. */
+export interface Prepared {
+  readonly count: number;
+  /** One kind letter per policy. */
+  readonly kinds: string;
+  /** Per policy: limit, parameter, block in ms. */
+  readonly nums: string;
+  /** `nums` with each token bucket's limit less its lease reserve for leases of `lifeMs`. */
+  leasedNums(lifeMs: number): string;
+}
+
+const CODES: Record<string, string> = {
+  "token-bucket": "t",
+  "fixed-window": "f",
+  "sliding-window": "s",
+  "sliding-log": "l",
+  concurrency: "c",
+};
+
+/** µs per token of a token bucket, an exact integer (as the algorithm computes it). */
+const intervalUs = (intervalMs: number): number => Math.round(intervalMs * 1000);
+
+export function prepare(set: PolicySet): Prepared {
+  const policies = set.policies;
+  if (policies.length === 0 || policies.length > MAX_POLICIES) {
+    throw new FloodgateError("INVALID_ARGUMENT", `mysql store: a set of ${policies.length} policies; expected 1 to ${MAX_POLICIES}.`);
+  }
+  const params = policies.map((p) => {
+    const code = CODES[p.kind];
+    if (code === undefined) throw new FloodgateError("INVALID_ARGUMENT", `mysql store: no procedure decides policies of kind "${p.kind}".`);
+    return code === "t" ? intervalUs(p.intervalMs) : p.windowMs;
+  });
+  const numsOf = (limits: readonly number[]): string => policies.map((p, i) => `${limits[i]},${params[i]},${p.blockMs}`).join(",");
+  const nums = numsOf(policies.map((p) => p.limit));
+  let leased: { lifeMs: number; nums: string } | undefined;
+  return {
+    count: policies.length,
+    kinds: policies.map((p) => CODES[p.kind]).join(""),
+    nums,
+    leasedNums(lifeMs) {
+      if (leased?.lifeMs !== lifeMs) {
+        // A leased token bucket keeps in reserve what it refills in a lease's life (docs/leases.md).
+        const limits = policies.map((p, i) => (p.kind === "token-bucket" ? p.limit - Math.ceil((lifeMs * 1000) / params[i]!) : p.limit));
+        leased = { lifeMs, nums: numsOf(limits) };
+      }
+      return leased.nums;
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import { applyAll, BEGIN_WRITE, DECLARE, forEachPolicy, SET_ARGS, SWEEP } from "./common.ts";
+import { nth } from "./expr.ts";
+import type { Names } from "./kernel.ts";
+
+/*
+ * The lease, as the Redis lease script (core's stores/redis/lease-lua.ts), in one transaction:
+ * returns previous leases' unspent units into what each was charged in (once: a return deletes
+ * the record first), decides the request exactly as consume does and, when it is admitted and
+ * every policy has enough left, charges `g` extra units to every policy and records the lease.
+ *
+ * `req` the request's cost (0: only a refresh or returns), `want` the units wanted, `life` and
+ * `minlife` the longest and shortest life worth granting (µs), `lid` the new lease's id, `rets`
+ * "id:unspent,id:unspent..." the leases given back. The set's limits are the leased ones (a
+ * token bucket's capacity less its reserve). Answers `r`: "allowed, per policy (allowed,
+ * remaining, resetAt ms, retryAfterMs), per policy the mark (0 when nothing was charged), g,
+ * life (µs), now (µs)". The record `<base>:l:<id>` holds that answer up to g, the lease's end
+ * (n1) and g (n2): a retried call with the same id answers from it and charges nothing again.
+ */
+
+export function leaseProcedure(n: Names): string {
+  return `CREATE PROCEDURE ${n.create("lease")}(${SET_ARGS}, IN req BIGINT, IN want BIGINT, IN life BIGINT, IN minlife BIGINT,
+  IN tm BIGINT, IN lid VARBINARY(100), IN rets TEXT, IN sw INT)
+    MODIFIES SQL DATA
+proc: BEGIN
+${DECLARE}DECLARE g, wend, rest, cost, un, q, nr, en BIGINT DEFAULT 0;
+DECLARE rec LONGBLOB;
+DECLARE item TEXT;
+${BEGIN_WRITE}SET fd = 1;
+BEGIN
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+  SELECT s.entries, s.n1 INTO rec, en FROM ${n.table} s WHERE s.k = CONCAT(bs, ':l:', lid) AND s.kind = 'l' AND s.expires_us > nw FOR UPDATE;
+END;
+IF fd = 1 THEN
+  COMMIT;
+  SELECT CONCAT(rec, ',', GREATEST(0, en - nw), ',', nw) AS r;
+  LEAVE proc;
+END IF;
+SET nr = IF(rets = '', 0, CHAR_LENGTH(rets) - CHAR_LENGTH(REPLACE(rets, ',', '')) + 1), q = 1;
+WHILE q <= nr DO
+  SET item = SUBSTRING_INDEX(SUBSTRING_INDEX(rets, ',', q), ',', -1), fd = 1;
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+    SELECT s.entries, s.n2 INTO rec, g FROM ${n.table} s
+      WHERE s.k = CONCAT(bs, ':l:', SUBSTRING_INDEX(item, ':', 1)) AND s.kind = 'l' AND s.expires_us > nw FOR UPDATE;
+  END;
+  IF fd = 1 THEN
+    DELETE FROM ${n.table} WHERE k = CONCAT(bs, ':l:', SUBSTRING_INDEX(item, ':', 1));
+    SET cost = LEAST(CAST(SUBSTRING_INDEX(item, ':', -1) AS SIGNED), g);
+    IF cost > 0 THEN
+      ${
+    forEachPolicy(`CALL ${n.local("load")}(kk, kd, nw, 2, fd, a, b, c, lg);
+IF fd = 1 THEN
+  CALL ${n.local("refund_one")}(kd, L, pr, nw, cost, ${nth("rec", "4 * n + 2 + p")}, a, b, c, lg, nx);
+  CALL ${n.local("save")}(kk, kd, a, b, c, lg, nx);
+END IF;
+`)
+  }    END IF;
+  END IF;
+  SET q = q + 1;
+END WHILE;
+SET cost = IF(req > 0, req, 1), g = want, wend = nw + life;
+${applyAll(n, "0", "1")}${
+    forEachPolicy(`SET rest = ${nth("SUBSTRING(res, 2)", "4 * p + 2")} - req;
+IF rest < GREATEST((L + 99) DIV 100, 2 * cost) THEN SET g = 0; ELSE SET g = LEAST(g, rest DIV 2); END IF;
+IF kd <> 't' THEN SET wend = LEAST(wend, (nw DIV (pr * 1000) + 1) * pr * 1000); END IF;
+`)
+  }SET ok = al;
+IF al = 0 THEN
+  SET g = 0;
+ELSE
+  -- What was wanted is for a whole lease life: a lease cut short by a window's end gets its share.
+  IF wend - nw < life THEN SET g = LEAST(g, (want * (wend - nw)) DIV life); END IF;
+  IF wend - nw < minlife THEN SET g = 0; END IF;
+  IF g > 0 THEN
+    SET cost = req + g;
+    ${applyAll(n, "0", "1")}    IF al = 1 THEN
+      ${applyAll(n, "1", "1")}    ELSE
+      SET g = 0;
+    END IF;
+  END IF;
+  IF g = 0 AND req > 0 THEN
+    SET cost = req;
+    ${applyAll(n, "1", "1")}  END IF;
+  SET life = wend - nw;
+END IF;
+IF req = 0 THEN SET ok = g > 0; END IF;
+IF ok = 0 OR (g = 0 AND req = 0) OR mks = '' THEN SET mks = REPEAT(',0', CHAR_LENGTH(kinds)); END IF;
+SET rec = CONCAT(ok, res, mks, ',', g);
+IF g > 0 THEN
+  INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us)
+    VALUES (CONCAT(bs, ':l:', lid), 'l', nw + life, g, 0, rec, nw + life + 10000000);
+END IF;
+COMMIT;
+${SWEEP(n)}SELECT CONCAT(rec, ',', IF(g > 0, life, 0), ',', nw) AS r;
+END`;
+}

@@ -1,0 +1,43 @@
+import { ceilMs, settleByDifference, type SqlKind } from "./expr.ts";
+
+/** Most µs a bucket's arrival time runs ahead of now (the TypeScript's MAX_BUCKET_US). */
+const MAX_BUCKET_US = 2_251_799_813_685_248;
+
+const REFUND = `IF a > nw AND (mk IS NULL OR a = mk) THEN SET a = GREATEST(nw, a - cost * pr); END IF;
+SET nx = a;
+`;
+
+/**
+ * Token bucket (GCRA), as algorithms/token-bucket.ts: `a` is the theoretical arrival time of the
+ * next request (µs), pr the µs per token. The mark is that time after the charge.
+ */
+export const TOKEN_BUCKET_SQL: SqlKind = {
+  code: "t",
+  apply: `BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw);
+SET nxt = tat + cost * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ${ceilMs("nxt - tau - nw")});
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ${ceilMs("nxt")};
+ELSE
+  -- Negative only after the clock stepped back past the stored arrival time.
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ${ceilMs("tat")};
+END IF;
+END;
+`,
+  refund: REFUND,
+  settle: settleByDifference(
+    REFUND,
+    `BEGIN
+DECLARE nxt BIGINT DEFAULT LEAST(a + cost * pr, nw + ${MAX_BUCKET_US});
+IF nxt > nw AND nxt > a THEN SET a = nxt; END IF;
+SET nx = a;
+END;
+`,
+  ),
+};
