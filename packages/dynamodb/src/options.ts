@@ -1,5 +1,4 @@
 import { FloodgateError } from "@floodgate/core/store";
-import type { DynamoDBStoreOptions } from "./store.ts";
 
 /**
  * What the store needs of a client: `send(command)`. A `DynamoDBClient`, or a
@@ -8,6 +7,28 @@ import type { DynamoDBStoreOptions } from "./store.ts";
 export interface DynamoDBClientLike {
   /** Sends one command; resolves to its output. */
   send(command: never, options?: never): Promise<unknown>;
+}
+
+/** Options of {@link dynamoDBStore}. */
+export interface DynamoDBStoreOptions {
+  /**
+   * A `DynamoDBClient` from `@aws-sdk/client-dynamodb`, or a `DynamoDBDocumentClient` from
+   * `@aws-sdk/lib-dynamodb` (the store sends it the low-level commands, which it passes through).
+   */
+  client: DynamoDBClientLike;
+  /** The table's name (created beforehand: `createTable`, or the definition in the guide). */
+  table: string;
+  /** The table's partition key, a string attribute. Default `"pk"`. */
+  partitionKey?: string;
+  /** The attribute DynamoDB's TTL is enabled on: every item carries it (epoch seconds). Default `"expiresAt"`. */
+  ttlAttribute?: string;
+  /**
+   * Keys whose last-seen state the instance remembers, so a decision is one conditional write
+   * instead of a read and a write. Default 10,000; 0 remembers none.
+   */
+  cacheSize?: number;
+  /** Seconds added to every item's TTL beyond the moment its state stops mattering (clock skew, late refunds). Default 900. */
+  ttlMarginSeconds?: number;
 }
 
 /** The options with every default filled in. */

@@ -20,31 +20,11 @@ import { type Operation as RequestName, storeError } from "./errors.ts";
 import { createHash } from "node:crypto";
 import { batcher, type Operation } from "./batch.ts";
 import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, VERSION } from "./items.ts";
-import { type DynamoDBClientLike, parseStoreOptions } from "./options.ts";
+import { type DynamoDBClientLike, type DynamoDBStoreOptions, parseStoreOptions } from "./options.ts";
+
+export type { DynamoDBStoreOptions } from "./options.ts";
 
 export type { DynamoDBClientLike } from "./options.ts";
-
-/** Options of {@link dynamoDBStore}. */
-export interface DynamoDBStoreOptions {
-  /**
-   * A `DynamoDBClient` from `@aws-sdk/client-dynamodb`, or a `DynamoDBDocumentClient` from
-   * `@aws-sdk/lib-dynamodb` (the store sends it the low-level commands, which it passes through).
-   */
-  client: DynamoDBClientLike;
-  /** The table's name (created beforehand: `createTable`, or the definition in the guide). */
-  table: string;
-  /** The table's partition key, a string attribute. Default `"pk"`. */
-  partitionKey?: string;
-  /** The attribute DynamoDB's TTL is enabled on: every item carries it (epoch seconds). Default `"expiresAt"`. */
-  ttlAttribute?: string;
-  /**
-   * Keys whose last-seen state the instance remembers, so a decision is one conditional write
-   * instead of a read and a write. Default 10,000; 0 remembers none.
-   */
-  cacheSize?: number;
-  /** Seconds added to every item's TTL beyond the moment its state stops mattering (clock skew, late refunds). Default 900. */
-  ttlMarginSeconds?: number;
-}
 
 /** Requests the store sent and what they cost, since it was created (or `stats.reset()`). */
 export interface DynamoDBStoreStats {
