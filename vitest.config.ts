@@ -15,6 +15,8 @@ export default defineConfig({
       { find: /^@floodgate\/express$/, replacement: source("express") },
       { find: /^@floodgate\/koa$/, replacement: source("koa") },
       { find: /^@floodgate\/upstash-local$/, replacement: source("upstash-local") },
+      { find: /^@floodgate\/cloudflare$/, replacement: source("cloudflare") },
+      { find: /^@floodgate\/deno-kv$/, replacement: source("deno-kv") },
     ],
   },
   test: {

@@ -86,11 +86,12 @@ if (process.argv.includes("--preflight-only")) process.exit(0);
 const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
-// Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a bin).
-const packages = ["core", "hono", "express", "koa", "upstash-local"].filter((p) =>
+// Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a
+// bin), and cloudflare, which imports workerd's own `cloudflare:workers`.
+const packages = ["core", "hono", "express", "koa", "upstash-local", "cloudflare", "deno-kv"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
-const jsrPackages = packages.filter((p) => p !== "upstash-local");
+const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "cloudflare");
 
 let passed = 0;
 let failed = 0;

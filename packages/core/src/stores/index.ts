@@ -32,3 +32,4 @@ export {
   type StateEvaluation,
 } from "./state.ts";
 export { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
+export { revivePolicy } from "./revive.ts";

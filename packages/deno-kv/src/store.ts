@@ -1,0 +1,218 @@
+import {
+  type CallSignal,
+  type EvaluateMode,
+  evaluateState,
+  FloodgateError,
+  type PolicySet,
+  type RateLimitStore,
+  type ReservationArgs,
+  type StoreResult,
+} from "@floodgate/core/store";
+import { backoffMs, sleep } from "./backoff.ts";
+import { kvKeyOf } from "./keys.ts";
+import type { KvDatabase, KvKey } from "./kv.ts";
+
+/** Options of {@link denoKvStore}. */
+export interface DenoKvStoreOptions {
+  /** The database: `await Deno.openKv()` (Deno, Deno Deploy), or `await openKv(path)` from @deno/kv on Node. */
+  kv: KvDatabase;
+  /** Key parts every key of this store starts with (strings); default `["floodgate"]`. */
+  keyPrefix?: readonly string[];
+  /**
+   * Most commits one operation tries before it fails with `STORE_TIMEOUT` (a whole number from 1
+   * to 1,000; default 50). Each lost race waits a random time first (up to 2, 4, ... 100 ms).
+   */
+  maxAttempts?: number;
+  /** Longest one operation keeps retrying, ms (default 1,000): past it, `STORE_TIMEOUT` rather than another attempt. */
+  timeoutMs?: number;
+}
+
+/** Counts of a {@link denoKvStore}'s work since it was created. */
+export interface DenoKvStoreStats {
+  /** Operations that wrote (or found nothing to write): decisions, refunds, blocks... */
+  readonly operations: number;
+  /** Atomic commits sent (each a paid write on Deno Deploy). */
+  readonly commits: number;
+  /** Commits refused because another writer changed the key first (each followed by a new attempt, or a timeout). */
+  readonly retries: number;
+  /** Operations that gave up with `STORE_TIMEOUT`. */
+  readonly timeouts: number;
+}
+
+/** A {@link denoKvStore}: a store with counts of its commits and retries. */
+export interface DenoKvStore extends RateLimitStore {
+  /** What it has done so far. */
+  stats(): DenoKvStoreStats;
+}
+
+const OPTIONS = ["kv", "keyPrefix", "maxAttempts", "timeoutMs"];
+/** Deno KV's largest value, bytes. */
+const MAX_VALUE_BYTES = 65_536;
+
+function invalid(option: string, received: string, expected: string): FloodgateError {
+  return new FloodgateError("INVALID_OPTION", `denoKvStore(): invalid option \`${option}\`: received ${received}; expected ${expected}.`);
+}
+
+function checked(options: DenoKvStoreOptions): Required<DenoKvStoreOptions> {
+  if (typeof options !== "object" || options === null) throw invalid("options", String(options), "an object with `kv`");
+  for (const name of Object.keys(options)) {
+    if (!OPTIONS.includes(name)) {
+      throw new FloodgateError("INVALID_OPTION", `denoKvStore(): unknown option \`${name}\`; accepted options: ${OPTIONS.join(", ")}.`);
+    }
+  }
+  const { kv, keyPrefix = ["floodgate"], maxAttempts = 50, timeoutMs = 1000 } = options;
+  if (typeof kv?.get !== "function" || typeof kv.atomic !== "function") {
+    throw invalid(
+      "kv",
+      kv === undefined ? "undefined" : "an object without get() and atomic()",
+      "a Deno KV database: await Deno.openKv(), or openKv() from @deno/kv",
+    );
+  }
+  if (!Array.isArray(keyPrefix) || !keyPrefix.every((p) => typeof p === "string")) {
+    throw invalid("keyPrefix", String(keyPrefix), 'an array of strings such as ["floodgate"]');
+  }
+  if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1 && maxAttempts <= 1000)) {
+    throw invalid("maxAttempts", String(maxAttempts), "a whole number from 1 to 1000");
+  }
+  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw invalid("timeoutMs", String(timeoutMs), "a number of ms > 0");
+  return { kv, keyPrefix, maxAttempts, timeoutMs };
+}
+
+/** A stored value that is not this store's JSON text (another program's) reads as no state. */
+function parse(value: unknown): unknown {
+  if (typeof value !== "string") return undefined;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/** SQLite's busy error, which the local backend raises when another process holds the write lock: a lost race like any other. */
+const isBusy = (error: unknown): boolean => /database is (locked|busy)/i.test(String((error as Error)?.message ?? error));
+
+/**
+ * A store whose state lives in Deno KV. A decision reads the key's entry, decides every policy
+ * of the set with `evaluateState`, and commits the new state only if the entry's versionstamp is
+ * unchanged (one atomic commit for the whole set, written with `expireIn` so the key expires on
+ * its own); a lost race waits a jittered, growing time and decides again, at most `maxAttempts`
+ * times and never past `timeoutMs`, then fails with `STORE_TIMEOUT`. Decisions run on the
+ * limiter's clock (Deno KV has none to offer). Every operation of the contract: several
+ * policies atomically, refunds into their charge, reservations, blocks, penalties, reset.
+ *
+ * @example
+ * // createRateLimiter and slidingWindow come from "@floodgate/core".
+ * import { denoKvStore } from "@floodgate/deno-kv";
+ *
+ * const limiter = createRateLimiter({ policy: slidingWindow({ limit: 100, window: "1m" }), store: denoKvStore({ kv: await Deno.openKv() }) });
+ */
+export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
+  const { kv, keyPrefix, maxAttempts, timeoutMs } = checked(options);
+  let operations = 0;
+  let commits = 0;
+  let retries = 0;
+  let timeouts = 0;
+
+  function gaveUp(mode: string, key: string, why: string): FloodgateError {
+    timeouts++;
+    return new FloodgateError("STORE_TIMEOUT", `Deno KV store: ${mode} of ${JSON.stringify(key)} gave up: ${why}.`);
+  }
+
+  async function commit(k: KvKey, versionstamp: string | null, value: string | undefined, expireIn: number): Promise<boolean> {
+    const op = kv.atomic().check({ key: k, versionstamp });
+    if (value === undefined) op.delete(k);
+    else op.set(k, value, { expireIn });
+    commits++;
+    try {
+      return (await op.commit()).ok;
+    } catch (error) {
+      if (isBusy(error)) return false;
+      throw error;
+    }
+  }
+
+  async function run(
+    mode: EvaluateMode,
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    marks?: readonly number[],
+    reservation?: ReservationArgs,
+    signal?: CallSignal,
+  ): Promise<StoreResult> {
+    operations++;
+    const k = kvKeyOf(keyPrefix, set.prefix, key);
+    const deadline = Date.now() + timeoutMs;
+    for (let attempt = 0;; attempt++) {
+      if (signal?.aborted) throw gaveUp(mode, key, "the caller stopped waiting");
+      let ok: boolean;
+      let result: StoreResult;
+      try {
+        const entry = await kv.get(k);
+        const evaluation = evaluateState(set, parse(entry.value), cost, nowMs, mode, marks, reservation);
+        if (!evaluation.changed) return evaluation.result;
+        result = evaluation.result;
+        const value = evaluation.state === undefined ? undefined : JSON.stringify(evaluation.state);
+        if (value !== undefined && value.length * 3 > MAX_VALUE_BYTES && new TextEncoder().encode(value).length > MAX_VALUE_BYTES) {
+          throw new FloodgateError(
+            "STORE_ERROR",
+            `Deno KV store: the state of ${
+              JSON.stringify(key)
+            } needs more than Deno KV's 64 KiB per value (a sliding log keeps one timestamp per unit of its limit; keep its limit under about 3,000, or use slidingWindow).`,
+          );
+        }
+        ok = await commit(k, entry.versionstamp, value, Math.max(1, evaluation.expiresAtMs - nowMs));
+      } catch (error) {
+        if (error instanceof FloodgateError) throw error;
+        throw new FloodgateError("STORE_ERROR", `Deno KV store: ${mode} failed: ${(error as Error)?.message ?? String(error)}`, {
+          cause: error,
+        });
+      }
+      if (ok) return result;
+      retries++;
+      if (attempt + 1 >= maxAttempts) {
+        throw gaveUp(
+          mode,
+          key,
+          `${maxAttempts} commits lost to other writers in a row (a contended key: leased mode takes it off this path)`,
+        );
+      }
+      const wait = backoffMs(attempt);
+      if (Date.now() + wait >= deadline) throw gaveUp(mode, key, `still contended after ${timeoutMs} ms`);
+      await sleep(wait);
+    }
+  }
+
+  return {
+    name: "deno-kv",
+    ownsClock: false,
+    stats: () => ({ operations, commits, retries, timeouts }),
+    consume: (set, key, cost, nowMs, signal) => run("consume", set, key, cost, nowMs, undefined, undefined, signal),
+    peek: (set, key, nowMs, signal) => run("peek", set, key, 1, nowMs, undefined, undefined, signal),
+    refund: async (set, key, cost, nowMs, marks) => {
+      await run("refund", set, key, cost, nowMs, marks);
+    },
+    reserve: (set, key, cost, nowMs, id, ttlMs, signal) => run("reserve", set, key, cost, nowMs, undefined, { id, ttlMs }, signal),
+    settle: async (set, key, id, actual, nowMs) => (await run("settle", set, key, 0, nowMs, undefined, { id, actual }))[0] === 1,
+    reset: async (set, key) => {
+      try {
+        await kv.delete(kvKeyOf(keyPrefix, set.prefix, key));
+      } catch (error) {
+        throw new FloodgateError("STORE_ERROR", `Deno KV store: reset failed: ${(error as Error)?.message ?? String(error)}`, {
+          cause: error,
+        });
+      }
+    },
+    penalty: async (set, key, cost, nowMs) => {
+      await run("penalty", set, key, cost, nowMs);
+    },
+    // A block's duration travels as the cost, as evaluateState takes it.
+    block: async (set, key, durationMs, nowMs) => {
+      await run("block", set, key, durationMs, nowMs);
+    },
+    unblock: async (set, key) => {
+      await run("unblock", set, key, 0, Date.now());
+    },
+  };
+}
