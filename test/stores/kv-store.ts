@@ -9,6 +9,7 @@ import {
   type EvaluateMode,
   evaluateState,
   FloodgateError,
+  type LeaseRequest,
   type PolicySet,
   type RateLimitStore,
   type ReservationArgs,
@@ -43,11 +44,21 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
     mode: EvaluateMode,
     marks?: readonly number[],
     reservation?: ReservationArgs,
+    lease?: LeaseRequest,
   ): Promise<StoreResult> {
     const k = keyOf(set, key);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const { value, version } = await kv.get(k);
-      const evaluation = evaluateState(set, value === undefined ? undefined : parseJson(value), cost, nowMs, mode, marks, reservation);
+      const evaluation = evaluateState(
+        set,
+        value === undefined ? undefined : parseJson(value),
+        cost,
+        nowMs,
+        mode,
+        marks,
+        reservation,
+        lease,
+      );
       if (!evaluation.changed) return evaluation.result;
       const next = evaluation.state === undefined ? undefined : JSON.stringify(evaluation.state);
       if (await kv.setIf(k, version, next, evaluation.expiresAtMs)) return evaluation.result;
@@ -83,6 +94,8 @@ export function kvStore(kv: CompareAndSetKV): RateLimitStore & { readonly confli
     // compare-and-set of one value.
     reserve: (set, key, cost, nowMs, id, ttlMs) => run(set, key, cost, nowMs, "reserve", undefined, { id, ttlMs }),
     settle: async (set, key, id, actual, nowMs) => (await run(set, key, 0, nowMs, "settle", undefined, { id, actual }))[0] === 1,
+    // Leased mode: returns, the request and a new lease in one compare-and-set of the key's state.
+    lease: (set, key, request, nowMs) => run(set, key, 0, nowMs, "lease", undefined, undefined, request),
   };
 }
 

@@ -42,7 +42,8 @@ export {
   type StoreLogger,
 } from "./stores/resilient-store.ts";
 export { type MemoryStore, memoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
-export { type EvaluateMode, evaluateState, type KeyState, type ReservationArgs, type StateEvaluation } from "./stores/state.ts";
+export { evaluateState } from "./stores/state/evaluate.ts";
+export type { EvaluateMode, KeyState, ReservationArgs, StateEvaluation } from "./stores/state/types.ts";
 export { type UpstashRedisLike, upstashStore, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
 export { type IORedisLike, type NodeRedisLike, redisStore, type RedisStoreOptions } from "./stores/redis/redis-store.ts";
 export type { RedisScriptStore, ScriptStoreOptions } from "./stores/redis/script-store.ts";

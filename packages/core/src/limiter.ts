@@ -1,8 +1,8 @@
-import { FIELDS_PER_POLICY, NEVER } from "./algorithms/algorithm.ts";
+import { FIELDS_PER_POLICY, NEVER, traitsOf } from "./algorithms/algorithm.ts";
 import { describeValue, FloodgateError } from "./errors.ts";
 import { FOREIGN_OPTIONS } from "./foreign-options.ts";
-import { checkLeasable } from "./lease-rules.ts";
-import { DEFAULT_LEASE_MS, LEASED_DECIDER, type LeasedDecider, type LeasingStore } from "./leases.ts";
+import { checkLeasable } from "./leases/rules.ts";
+import { DEFAULT_LEASE_MS, type LeasedDecider, leasedDecider } from "./leases/decider.ts";
 import { isMemoryStore, type LedgerRecord, memoryLedgerOf, memoryStore, RESERVE, SETTLE } from "./stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "./stores/resilient-store.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "./duration.ts";
@@ -301,10 +301,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // a generic inline cache, ~70 machine instructions per decision (measured with callgrind).
   const set: PolicySet = Object.freeze({ prefix: o.prefix ?? "fg:", policies: [...policies] });
   const single = policies.length === 1 ? policies[0]! : undefined;
-  const holding = policies.find((p) => p.kind === "concurrency");
+  const holding = policies.find((p) => traitsOf(p).holdsUnits);
   const defaultTtlMs = Math.min(
     MAX_RESERVATION_TTL_MS,
-    Math.max(DEFAULT_RESERVATION_TTL_MS, ...policies.map((p) => (p.kind === "concurrency" ? p.windowMs : 0))),
+    Math.max(DEFAULT_RESERVATION_TTL_MS, ...policies.map((p) => (traitsOf(p).holdsUnits ? p.windowMs : 0))),
   );
   /** Settlements and refunds still in flight, for flush(). */
   const outstanding = new Set<Promise<unknown>>();
@@ -345,11 +345,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const costOf = (options: LimitOptions | undefined): number => (options?.cost === undefined ? 1 : checkCost(options.cost));
 
   const leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
-  const makeLeased = (unwrapStore(bare) as LeasingStore)[LEASED_DECIDER];
   const leased: LeasedDecider | undefined =
-    o.mode === "leased" && checkLeasable("createRateLimiter()", policies, leaseMs) && typeof bare.lease === "function" &&
-      makeLeased !== undefined
-      ? makeLeased({ store, set, clock, ownsClock: bare.ownsClock === true, lifeMs: leaseMs, toDecision, setPending })
+    o.mode === "leased" && checkLeasable("createRateLimiter()", policies, leaseMs) && typeof unwrapStore(bare).lease === "function"
+      ? leasedDecider({ store, set, clock, ownsClock: bare.ownsClock === true, lifeMs: leaseMs, toDecision, setPending })
       : undefined;
 
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {

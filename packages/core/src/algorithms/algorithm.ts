@@ -23,11 +23,51 @@ export const NEVER = -1;
 export const FIELDS_PER_POLICY = 4;
 
 /**
+ * What a kind can do, declared once on its algorithm (and so on its registry definition): the
+ * limiter, the stores, the deny cache and the headers read these and never a kind's name.
+ */
+export interface AlgorithmTraits {
+  /**
+   * How leased mode treats a set containing this kind; `undefined`: such a set is always decided
+   * exactly (a sliding log writes an entry per unit anyway; a concurrency unit is held, not spent).
+   */
+  readonly lease: LeaseTraits | undefined;
+  /**
+   * Whether an admitted request holds a unit until its reservation is settled (a concurrency
+   * limit): such a set is decided through `reserve()`, never `limit()`, and reported as units in
+   * flight rather than per window.
+   */
+  readonly holdsUnits: boolean;
+  /**
+   * Whether a denial may be answered from a deny cache until its retry time. Not when units come
+   * back as their holders settle (in any process), long before the wait a denial reports.
+   */
+  readonly cachesDenials: boolean;
+}
+
+/** See {@link AlgorithmTraits.lease}. */
+export interface LeaseTraits {
+  /**
+   * Units kept out of reach of every leased decision, so that leases outstanding for `lifeMs`
+   * never let the set admit what an exact decision would refuse (a token bucket refills while a
+   * lease lives: what it refills in `lifeMs`); 0 for the window kinds.
+   */
+  reserve(p: Policy, lifeMs: number): number;
+  /**
+   * Whether charges go into windows of `windowMs` aligned to the epoch, so that a lease cannot
+   * outlive the window it was charged in (false for a token bucket, charged into no period).
+   */
+  readonly windowed: boolean;
+}
+
+/**
  * The part of an algorithm a policy carries (under {@link ALGORITHM}) and the TypeScript stores
  * run: its state layout and its two operations. A key's state for one policy is `width` numbers
  * of a Float64Array starting at `o`, plus, when `keepsLog` is set, one growable array of numbers.
  */
 export interface Algorithm {
+  /** What this kind can do (see {@link AlgorithmTraits}). */
+  readonly traits: AlgorithmTraits;
   /** Numbers of state per key (the first is the log's reference when the algorithm keeps a log). */
   readonly width: number;
   /** Whether the state includes an array of timestamps (the stores hand it to `apply`/`refund` as `log`). */
@@ -127,6 +167,8 @@ export interface AlgorithmDocs {
  */
 export interface AlgorithmDefinition<K extends string = string> {
   readonly kind: K;
+  /** What this kind can do: the same object its policies' algorithm carries. */
+  readonly traits: AlgorithmTraits;
   /** The policy factory's name, as the package exports it, e.g. `"tokenBucket"`. */
   readonly factoryName: string;
   readonly lua: LuaAlgorithm;
@@ -155,6 +197,16 @@ export const ALGORITHM: unique symbol = /* @__PURE__ */ Symbol.for("floodgate.al
 export function algorithmOf(policy: Policy): Algorithm {
   return (policy as Policy & { readonly [ALGORITHM]: Algorithm })[ALGORITHM];
 }
+
+/** What a policy's kind can do (see {@link AlgorithmTraits}). */
+export const traitsOf = (policy: Policy): AlgorithmTraits => algorithmOf(policy).traits;
+
+/** The traits of a window kind: leased within its window, nothing held, denials cacheable. */
+export const WINDOW_TRAITS: AlgorithmTraits = {
+  lease: { reserve: () => 0, windowed: true },
+  holdsUnits: false,
+  cachesDenials: true,
+};
 
 /** Converts an epoch-ms clock reading into the integer µs the algorithms use. */
 export function toMicros(nowMs: number): number {

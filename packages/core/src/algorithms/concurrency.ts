@@ -37,6 +37,9 @@ const CONCURRENCY_OPTIONS: OptionSpecs = {
  * at once, and a crashed holder's unit comes back after `timeout`, not before.
  */
 export const CONCURRENCY: Algorithm = /* @__PURE__ */ (() => ({
+  // A unit is held by one request, not spent, and comes back when its holder settles (in any
+  // process): never leased, and a denial is not cached.
+  traits: { lease: undefined, holdsUnits: true, cachesDenials: false },
   width: SLIDING_LOG.width,
   keepsLog: true,
   apply: (p, s, o, log, now, _cost, out, i, charge) => SLIDING_LOG.apply(p, s, o, log, now, 1, out, i, charge),
@@ -101,6 +104,7 @@ const CONCURRENCY_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
 }))();
 
 export const CONCURRENCY_DEFINITION: AlgorithmDefinition<"concurrency"> = {
+  traits: CONCURRENCY.traits,
   kind: "concurrency",
   factoryName: "concurrency",
   lua: CONCURRENCY_LUA,

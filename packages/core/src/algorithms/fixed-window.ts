@@ -7,6 +7,7 @@ import {
   NEVER,
   settleByDifference,
   settleFragment,
+  WINDOW_TRAITS,
 } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
 
@@ -26,6 +27,7 @@ const refundFixed: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
 
 /** Fixed window: [window index, count]. A window older than the stored one counts as the stored one. */
 export const FIXED_WINDOW: Algorithm = {
+  traits: WINDOW_TRAITS,
   width: 2,
   keepsLog: false,
   apply(p, s, o, _log, now, cost, out, i, charge) {
@@ -130,6 +132,7 @@ out[i + 1], out[j] = L - b, a
 }))();
 
 export const FIXED_WINDOW_DEFINITION: AlgorithmDefinition<"fixed-window"> = {
+  traits: FIXED_WINDOW.traits,
   kind: "fixed-window",
   factoryName: "fixedWindow",
   lua: FIXED_WINDOW_LUA,

@@ -18,6 +18,8 @@ import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-
  * never beyond the limit, only when an admission does not fit.
  */
 export const SLIDING_LOG: Algorithm = {
+  // Never leased: it writes an entry per unit anyway, so a lease would save no write.
+  traits: { lease: undefined, holdsUnits: false, cachesDenials: true },
   width: 3,
   keepsLog: true,
   apply(p, s, o, log, now, cost, out, i, charge) {
@@ -278,6 +280,7 @@ end
 };
 
 export const SLIDING_LOG_DEFINITION: AlgorithmDefinition<"sliding-log"> = {
+  traits: SLIDING_LOG.traits,
   kind: "sliding-log",
   factoryName: "slidingLog",
   lua: SLIDING_LOG_LUA,

@@ -7,6 +7,7 @@ import {
   NEVER,
   settleByDifference,
   settleFragment,
+  WINDOW_TRAITS,
 } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
 
@@ -33,6 +34,7 @@ const refundSliding: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
  * in integers: prev × (W − elapsed) + (cur + cost) × W ≤ limit × W.
  */
 export const SLIDING_WINDOW: Algorithm = {
+  traits: WINDOW_TRAITS,
   width: 3,
   keepsLog: false,
   apply(p, s, o, _log, now, cost, out, i, charge) {
@@ -212,6 +214,7 @@ end
 }))();
 
 export const SLIDING_WINDOW_DEFINITION: AlgorithmDefinition<"sliding-window"> = {
+  traits: SLIDING_WINDOW.traits,
   kind: "sliding-window",
   factoryName: "slidingWindow",
   lua: SLIDING_WINDOW_LUA,

@@ -52,6 +52,12 @@ const refundBucket: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
 
 /** Token bucket as GCRA: the state is the theoretical arrival time (µs) of the next request. */
 export const TOKEN_BUCKET: Algorithm = {
+  // A bucket refills while a lease lives: what it refills in the lease's life is kept in reserve.
+  traits: {
+    lease: { reserve: (p, lifeMs) => Math.ceil((lifeMs * 1000) / intervalUs(p)), windowed: false },
+    holdsUnits: false,
+    cachesDenials: true,
+  },
   width: 1,
   keepsLog: false,
   apply(p, s, o, _log, now, cost, out, i, charge) {
@@ -172,6 +178,7 @@ end
 }))();
 
 export const TOKEN_BUCKET_DEFINITION: AlgorithmDefinition<"token-bucket"> = {
+  traits: TOKEN_BUCKET.traits,
   kind: "token-bucket",
   factoryName: "tokenBucket",
   lua: TOKEN_BUCKET_LUA,

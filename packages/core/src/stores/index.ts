@@ -23,13 +23,14 @@ export {
   type StoreResult,
   type StoreSource,
 } from "./store.ts";
+export { evaluateState } from "./state/evaluate.ts";
 export {
   type EvaluateMode,
-  evaluateState,
   type KeyState,
+  LEASE_RECORD_GRACE_MS,
   MAX_RESERVATIONS_PER_KEY,
   type ReservationArgs,
   type StateEvaluation,
-} from "./state.ts";
+} from "./state/types.ts";
 export { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
 export { revivePolicy } from "./revive.ts";

@@ -1,5 +1,5 @@
 import type { LuaFragments } from "../../algorithms/algorithm.ts";
-import { ALGORITHMS, type PolicyKind } from "../../algorithms/registry.ts";
+import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/registry.ts";
 import { type LuaScript, READ_NOW } from "./lua.ts";
 
 /*
@@ -16,8 +16,8 @@ import { type LuaScript, READ_NOW } from "./lua.ts";
  *   ARGV[2] units wanted for the lease; ARGV[3] longest lease life, µs; ARGV[4] shortest life
  *           worth granting, µs; ARGV[5] how many previous leases are returned (r); ARGV[6] now
  *           in µs, "" for the server's clock
- *   from ARGV[7], per policy: kind letter, limit, parameter (a token bucket's limit already
- *   less its lease reserve); then per returned lease its unspent units
+ *   from ARGV[7], per policy: kind letter, limit, parameter (the limit already less the kind's
+ *   lease reserve; a windowed kind's parameter is its window, ms); then per returned lease its unspent units
  * Reply, always 1 + 5n + 3 integers: allowed, per policy (allowed, remaining, resetAt ms,
  * retryAfterMs), per policy the charge's mark (0 when nothing was charged), g, the lease's life
  * from now in µs, now in µs.
@@ -28,7 +28,10 @@ import { type LuaScript, READ_NOW } from "./lua.ts";
  * first thing, so a retried return gives nothing back twice.
  */
 
-const LEASED_KINDS: readonly PolicyKind[] = ["token-bucket", "fixed-window", "sliding-window"];
+/** The kinds that declare a lease (registry order), and those whose charges go into no period. */
+const LEASED_KINDS: readonly PolicyKind[] = /* @__PURE__ */ POLICY_KINDS.filter((kind) => ALGORITHMS[kind].traits.lease !== undefined);
+const UNWINDOWED = (): string[] =>
+  LEASED_KINDS.filter((kind) => !ALGORITHMS[kind].traits.lease!.windowed).map((kind) => ALGORITHMS[kind].lua.code);
 
 function dispatch(part: keyof LuaFragments): string {
   const branches = LEASED_KINDS.map((kind) => `kind == "${ALGORITHMS[kind].lua.code}" then\n${ALGORITHMS[kind].lua.fragments[part]}`);
@@ -91,7 +94,7 @@ if out[1] == 1 then
     local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
     local rest = out[p * 4 - 1] - req
     if rest < max(ceil(L / 100), 2 * cost) then g = 0 else g = min(g, floor(rest / 2)) end
-    if kind ~= "t" then wend = min(wend, (floor(now / (P * 1000)) + 1) * P * 1000) end
+    if ${UNWINDOWED().map((code) => `kind ~= "${code}"`).join(" and ")} then wend = min(wend, (floor(now / (P * 1000)) + 1) * P * 1000) end
   end
   -- What was wanted is for a whole lease life: a lease cut short by a window's end gets its share.
   if wend - now < life then g = min(g, floor(want * (wend - now) / life)) end

@@ -1,7 +1,7 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS } from "../../algorithms/registry.ts";
 import { describeValue, FloodgateError } from "../../errors.ts";
-import { leasedLimits } from "../../lease-rules.ts";
+import { leasedLimits } from "../../leases/rules.ts";
 import type { CallSignal, LeaseRequest, PolicySet, StoreResult } from "../store.ts";
 import type { DenyCache } from "./deny-cache.ts";
 import { leaseLuaScript } from "./lease-lua.ts";

@@ -1,11 +1,10 @@
-import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
+import { FIELDS_PER_POLICY, toMicros, traitsOf } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS } from "../../algorithms/registry.ts";
 import { describeValue, FloodgateError } from "../../errors.ts";
 import type { CallSignal, LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
 import { leaseCall } from "./lease-store.ts";
-import { LEASED_DECIDER, leasedDecider } from "../../leases.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
 import { ledgerKey, reservationScripts } from "./reservations.ts";
 
@@ -122,9 +121,6 @@ export class ScriptStore implements RedisScriptStore {
 
   constructor(name: string, transport: ScriptTransport, options: ScriptStoreOptions) {
     this.name = name;
-    // The instance's side of leased mode, for the limiter (see LEASED_DECIDER). Set here, not as
-    // a class field: a computed field name would keep the class in bundles that never use it.
-    (this as { [LEASED_DECIDER]?: typeof leasedDecider })[LEASED_DECIDER] = leasedDecider;
     this.#transport = transport;
     this.ownsClock = (options.clock ?? "server") === "server";
     this.#cache = options.denyCache === false ? undefined : new DenyCache(options.denyCacheMaxKeys ?? 10_000);
@@ -441,7 +437,7 @@ export class ScriptStore implements RedisScriptStore {
       peek: Object.freeze(["0", ...tail]),
       blocks: Object.freeze(blocks),
       multiTail: Object.freeze(multiTail),
-      cacheable: !set.policies.some((p) => p.kind === "concurrency"),
+      cacheable: set.policies.every((p) => traitsOf(p).cachesDenials),
     });
     this.#prepared.set(set, prepared);
     return prepared;

@@ -1,6 +1,7 @@
-import { FIELDS_PER_POLICY } from "./algorithms/algorithm.ts";
-import type { Decision } from "./limiter.ts";
-import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "./stores/store.ts";
+import { FIELDS_PER_POLICY } from "../algorithms/algorithm.ts";
+import type { Decision } from "../limiter.ts";
+import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../stores/store.ts";
+import { leaseHorizonMs } from "./rules.ts";
 
 /*
  * Leased mode, the instance's side (docs/leases.md). An admitted request may bring a lease: units
@@ -15,15 +16,6 @@ import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "./sto
 /** Default look-ahead and longest life of a lease, ms. */
 export const DEFAULT_LEASE_MS = 5000;
 
-/**
- * Where a store that leases keeps the instance's side of leased mode, {@link leasedDecider}: the
- * limiter finds it on the store rather than importing it, so an app whose stores cannot lease
- * (the memory store) does not ship it. The Redis script store sets it beside its `lease`.
- */
-export const LEASED_DECIDER: unique symbol = /* @__PURE__ */ Symbol("floodgate.leasedDecider");
-
-/** A store with leases, and the decider that spends them. */
-export type LeasingStore = RateLimitStore & { readonly [LEASED_DECIDER]?: (deps: LeaseDeps) => LeasedDecider };
 /** The deadline margin: a fixed part (ms) for clocks that advance only on I/O... */
 export const LEASE_MARGIN_MS = 5;
 /** ...and a share of the lease's life for clock-rate drift (1%: ten times a 0.1%-slow clock). */
@@ -114,7 +106,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
   const figures = 1 + count * FIELDS_PER_POLICY;
   const minLifeMs = 2 * leaseMargin(lifeMs) + 1;
   /** The longest a lease of this set can live: `lifeMs`, or a window's length if shorter. */
-  const horizonMs = set.policies.reduce((h, p) => (p.kind === "token-bucket" ? h : Math.min(h, p.windowMs)), lifeMs);
+  const horizonMs = leaseHorizonMs(set.policies, lifeMs);
   const keys = new Map<string, KeyLeases>();
 
   const usable = (lease: Lease | undefined, cost: number): boolean =>
