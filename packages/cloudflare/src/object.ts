@@ -13,6 +13,7 @@ const MODES: ReadonlySet<ObjectOperation> = new Set([
   "unblock",
   "reserve",
   "settle",
+  "lease",
 ]);
 
 /** Policy sets seen recently, revived once: a limiter sends the same set with every call. */
@@ -68,16 +69,17 @@ export class RateLimiterObject extends DurableObject {
       call.op as EvaluateMode,
       call.marks,
       call.reservation,
+      call.lease,
     );
     if (evaluation.changed) {
       if (evaluation.state === undefined) this.#table.delete(row);
       else {
         // Expiry moves to the object's clock as a duration: a caller's clock may be far from it.
-        const pending = this.#table.write(
-          row,
-          JSON.stringify(evaluation.state),
-          clockMs + Math.max(1, evaluation.expiresAtMs - nowMs),
-        );
+        // Unblocking keeps it (the call carries no time of the caller's to measure from).
+        const expiresAt = call.op === "unblock" && stored !== undefined
+          ? stored.expiresAt
+          : clockMs + Math.max(1, Math.ceil(evaluation.expiresAtMs - nowMs));
+        const pending = this.#table.write(row, JSON.stringify(evaluation.state), expiresAt);
         if (pending !== undefined) await pending;
       }
     }

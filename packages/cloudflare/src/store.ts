@@ -1,6 +1,7 @@
 import {
   type CallSignal,
   FloodgateError,
+  type LeaseRequest,
   type Policy,
   type PolicySet,
   type RateLimitStore,
@@ -132,7 +133,8 @@ function plainPolicies(set: PolicySet): readonly Policy[] {
  * A store whose state lives in Durable Objects: each key is routed to an object of
  * {@link RateLimiterObject} (one per key, or one of `shards`), which decides every policy of the
  * set in one step on its own clock and storage. Every operation of the contract: several
- * policies atomically, refunds into their charge, reservations, blocks, penalties, reset.
+ * policies atomically, refunds into their charge, reservations, leases (`mode: "leased"`),
+ * blocks, penalties, reset.
  *
  * @example
  * // createRateLimiter and slidingWindow come from "@floodgate/core".
@@ -161,7 +163,7 @@ export function durableObjectStore(
     key: string,
     cost: number,
     nowMs: number,
-    extra?: { marks?: readonly number[]; reservation?: ReservationArgs },
+    extra?: { marks?: readonly number[]; reservation?: ReservationArgs; lease?: LeaseRequest },
     signal?: CallSignal,
   ): Promise<StoreResult> {
     if (signal?.aborted) {
@@ -228,6 +230,8 @@ export function durableObjectStore(
         { reservation: { id, ttlMs } },
         signal,
       ),
+    // Leased mode: returns, the request and a new lease in one call to the key's object.
+    lease: (set, key, request, nowMs, signal) => call("lease", set, key, 0, nowMs, { lease: request }, signal),
     settle: async (set, key, id, actual, nowMs) =>
       (await call("settle", set, key, 0, nowMs, {
         reservation: { id, actual },

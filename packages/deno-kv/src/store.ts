@@ -3,6 +3,7 @@ import {
   type EvaluateMode,
   evaluateState,
   FloodgateError,
+  type LeaseRequest,
   type PolicySet,
   type RateLimitStore,
   type ReservationArgs,
@@ -78,11 +79,22 @@ function checked(options: DenoKvStoreOptions): Required<DenoKvStoreOptions> {
   return { kv, keyPrefix, maxAttempts, timeoutMs };
 }
 
+/**
+ * What the store writes under a key, as JSON text: the state, and when the entry expires on this
+ * machine's clock (`expiresAt`, epoch ms), which an unblock (a call without the limiter's time)
+ * keeps as it is.
+ */
+interface Stored {
+  readonly state: unknown;
+  readonly expiresAt: number;
+}
+
 /** A stored value that is not this store's JSON text (another program's) reads as no state. */
-function parse(value: unknown): unknown {
+function parse(value: unknown): Stored | undefined {
   if (typeof value !== "string") return undefined;
   try {
-    return JSON.parse(value);
+    const stored = JSON.parse(value) as Partial<Stored> | null;
+    return typeof stored?.expiresAt === "number" ? stored as Stored : undefined;
   } catch {
     return undefined;
   }
@@ -98,7 +110,8 @@ const isBusy = (error: unknown): boolean => /database is (locked|busy)/i.test(St
  * its own); a lost race waits a jittered, growing time and decides again, at most `maxAttempts`
  * times and never past `timeoutMs`, then fails with `STORE_TIMEOUT`. Decisions run on the
  * limiter's clock (Deno KV has none to offer). Every operation of the contract: several
- * policies atomically, refunds into their charge, reservations, blocks, penalties, reset.
+ * policies atomically, refunds into their charge, reservations, leases (`mode: "leased"`),
+ * blocks, penalties, reset.
  *
  * @example
  * // createRateLimiter and slidingWindow come from "@floodgate/core".
@@ -140,6 +153,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
     marks?: readonly number[],
     reservation?: ReservationArgs,
     signal?: CallSignal,
+    lease?: LeaseRequest,
   ): Promise<StoreResult> {
     operations++;
     const k = kvKeyOf(keyPrefix, set.prefix, key);
@@ -150,10 +164,18 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
       let result: StoreResult;
       try {
         const entry = await kv.get(k);
-        const evaluation = evaluateState(set, parse(entry.value), cost, nowMs, mode, marks, reservation);
+        const stored = parse(entry.value);
+        const evaluation = evaluateState(set, stored?.state, cost, nowMs, mode, marks, reservation, lease);
         if (!evaluation.changed) return evaluation.result;
         result = evaluation.result;
-        const value = evaluation.state === undefined ? undefined : JSON.stringify(evaluation.state);
+        const clockMs = Date.now();
+        // The TTL is a duration on the limiter's clock; an unblock carries no time of the limiter's to measure it from.
+        const expireIn = mode === "unblock" && stored !== undefined
+          ? Math.max(1, Math.ceil(stored.expiresAt - clockMs))
+          : Math.max(1, Math.ceil(evaluation.expiresAtMs - nowMs));
+        const value = evaluation.state === undefined
+          ? undefined
+          : JSON.stringify({ state: evaluation.state, expiresAt: clockMs + expireIn });
         if (value !== undefined && value.length * 3 > MAX_VALUE_BYTES && new TextEncoder().encode(value).length > MAX_VALUE_BYTES) {
           throw new FloodgateError(
             "STORE_ERROR",
@@ -162,7 +184,7 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
             } needs more than Deno KV's 64 KiB per value (a sliding log keeps one timestamp per unit of its limit; keep its limit under about 3,000, or use slidingWindow).`,
           );
         }
-        ok = await commit(k, entry.versionstamp, value, Math.max(1, evaluation.expiresAtMs - nowMs));
+        ok = await commit(k, entry.versionstamp, value, expireIn);
       } catch (error) {
         if (error instanceof FloodgateError) throw error;
         throw new FloodgateError("STORE_ERROR", `Deno KV store: ${mode} failed: ${(error as Error)?.message ?? String(error)}`, {
@@ -194,6 +216,8 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
       await run("refund", set, key, cost, nowMs, marks);
     },
     reserve: (set, key, cost, nowMs, id, ttlMs, signal) => run("reserve", set, key, cost, nowMs, undefined, { id, ttlMs }, signal),
+    // Leased mode: returns, the request and a new lease in one commit; a hot key then commits once per lease, not per request.
+    lease: (set, key, request, nowMs, signal) => run("lease", set, key, 0, nowMs, undefined, undefined, signal, request),
     settle: async (set, key, id, actual, nowMs) => (await run("settle", set, key, 0, nowMs, undefined, { id, actual }))[0] === 1,
     reset: async (set, key) => {
       try {
