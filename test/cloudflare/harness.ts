@@ -31,6 +31,14 @@ export async function startWorkers(persist?: string): Promise<Miniflare> {
   const { Miniflare } = await requirePackage("miniflare", () => import("miniflare"));
   const script = await workerCode();
   const mf = new Miniflare({
+    ...(process.env.FLOODGATE_WORKERD_LOG === "1"
+      ? {
+        handleRuntimeStdio: (o: NodeJS.ReadableStream, e: NodeJS.ReadableStream) => {
+          o.pipe(process.stdout);
+          e.pipe(process.stderr);
+        },
+      }
+      : {}),
     ...(persist === undefined ? {} : { durableObjectsPersist: persist }),
     workers: [
       {

@@ -5,7 +5,9 @@
  *   contract suite, run by vitest in Node, drives the store as it runs in a Worker;
  * - POST /limit: one decision of a limiter kept in this isolate (as an app keeps it), on one of
  *   the policy sets of the exactness tests;
- * - GET /requests: the DO requests the isolate's stores have made.
+ * - POST /peek, /flush: what a key has left; the unspent units of this isolate's leases given back;
+ * - POST /requests: the DO requests the isolate's stores have made;
+ * - POST /keys: how many keys the object of a single-shard store holds.
  */
 import {
   concurrency,
@@ -48,10 +50,18 @@ function policiesOf(set: string, limit: number): Policy[] {
   };
   if (set === "multi") {
     return [
-      tokenBucket({ capacity: limit + 3, refillRate: 0.001, name: "tb" }),
+      tokenBucket({ capacity: limit + 3, refillRate: (limit + 3) / 3600, name: "tb" }),
       fixedWindow({ limit, window, name: "fw" }),
       slidingWindow({ limit: limit + 1, window, name: "sw" }),
       slidingLog({ limit: limit + 2, window, name: "sl" }),
+    ];
+  }
+  // The leasable kinds together (a sliding log is never leased: a set with one is decided exactly).
+  if (set === "multi-leasable") {
+    return [
+      tokenBucket({ capacity: limit + 3, refillRate: (limit + 3) / 3600, name: "tb" }),
+      fixedWindow({ limit, window, name: "fw" }),
+      slidingWindow({ limit: limit + 1, window, name: "sw" }),
     ];
   }
   return [byKind[set]!()];
@@ -60,7 +70,7 @@ function policiesOf(set: string, limit: number): Policy[] {
 const limiters = new Map<string, RateLimiter>();
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: { waitUntil(promise: Promise<unknown>): void }): Promise<Response> {
     const url = new URL(request.url);
     try {
       if (url.pathname === "/store") {
@@ -94,11 +104,24 @@ export default {
           return Response.json({ allowed: r.decision.allowed });
         }
         const d = await limiter.limit(key);
+        // A lease's refresh runs after the decision: the request must outlive it (as the adapters arrange).
+        if (d.pending !== undefined) ctx.waitUntil(d.pending);
         return Response.json({ allowed: d.allowed, source: d.source });
+      }
+      if (url.pathname === "/peek") {
+        const { set, limit, prefix, key } = await request.json() as { set: string; limit: number; prefix: string; key: string };
+        const limiter = createRateLimiter({ policy: policiesOf(set, limit), store: storeFor(env, "object", undefined), prefix });
+        const d = await limiter.peek(key);
+        return Response.json({ remaining: d.remaining, policies: Object.fromEntries(d.policies.map((p) => [p.policy, p.remaining])) });
       }
       if (url.pathname === "/flush") {
         for (const limiter of limiters.values()) await limiter.flush();
         return Response.json({ ok: true });
+      }
+      if (url.pathname === "/keys") {
+        // The object of shard 0 of 1 (every key of a single-shard store), asked directly.
+        const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName("floodgate-shard:0")) as unknown as { keyCount(): Promise<number> };
+        return Response.json({ keys: await stub.keyCount() });
       }
       if (url.pathname === "/requests") {
         let requests = 0;
