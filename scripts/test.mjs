@@ -223,6 +223,26 @@ suite(
   denoReport,
   () => junit(denoReport),
 );
+// The Deno KV store on Deno's own Deno.openKv() (local backend): the contract, the traces, leased
+// mode and exactness across 4 deno processes sharing one database (vitest runs the same files on
+// Node through @deno/kv).
+const denoKvReport = join(tmp, "deno-kv-junit.xml");
+suite(
+  "deno test: the Deno KV store on Deno.openKv() (test/deno-kv)",
+  bin("deno"),
+  [
+    "test",
+    "-A",
+    "--no-check",
+    "--unstable-kv",
+    "--reporter=dot",
+    `--junit-path=${denoKvReport}`,
+    "test/deno-kv/contract.test.ts",
+    "test/deno-kv/concurrency.test.ts",
+  ],
+  denoKvReport,
+  () => junit(denoKvReport),
+);
 const bunReport = join(tmp, "bun-junit.xml");
 suite(
   "bun test (Bun)",
