@@ -160,6 +160,7 @@ check("deno check (every JSR package's source, the Deno examples)", bin("deno"),
   ...jsrPackages.map((p) => `packages/${p}/src/index.ts`),
   "examples/deno/fetch.ts",
   "examples/deno/hono.ts",
+  "examples/deno-kv/server.ts",
 ]);
 // Every TypeScript and JavaScript file of the repository (the fmt and lint sections of deno.json).
 check("formatting (deno fmt --check; `npm run format` rewrites the files)", bin("deno"), ["fmt", "--check"]);
