@@ -17,6 +17,7 @@ export default defineConfig({
       { find: /^@floodgate\/upstash-local$/, replacement: source("upstash-local") },
       { find: /^@floodgate\/cloudflare$/, replacement: source("cloudflare") },
       { find: /^@floodgate\/deno-kv$/, replacement: source("deno-kv") },
+      { find: /^@floodgate\/testing$/, replacement: source("testing") },
     ],
   },
   test: {

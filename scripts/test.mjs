@@ -87,11 +87,12 @@ const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out upstash-local, a Node-only tool (node:http, a
-// bin), and cloudflare, which imports workerd's own `cloudflare:workers`.
-const packages = ["core", "hono", "express", "koa", "upstash-local", "cloudflare", "deno-kv"].filter((p) =>
+// bin), testing, which runs in a test runner and is published to npm only, and cloudflare, which
+// imports workerd's own `cloudflare:workers`.
+const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "cloudflare", "deno-kv"].filter((p) =>
   existsSync(join(root, "packages", p, "src", "index.ts"))
 );
-const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "cloudflare");
+const jsrPackages = packages.filter((p) => p !== "upstash-local" && p !== "testing" && p !== "cloudflare");
 
 let passed = 0;
 let failed = 0;

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { luaScripts } from "../packages/core/src/stores/redis/lua.ts";
-import { reservationScripts } from "../packages/core/src/stores/redis/reservations.ts";
+import { reservationScripts } from "../packages/core/src/stores/redis/reservation-lua.ts";
 import { leaseLuaScript } from "../packages/core/src/stores/redis/lease-lua.ts";
 
 const sha1 = (source: string): string => createHash("sha1").update(source).digest("hex");

@@ -223,13 +223,9 @@ describe("docs", () => {
 
   it("the package READMEs link the docs absolutely (npm and JSR show no other files), each to a page that exists", () => {
     const readmes = readdirSync(join(ROOT, "packages")).map((p) => join(ROOT, "packages", p, "README.md")).filter((f) => existsSync(f));
-    expect(readmes.map((f) => relative(ROOT, f)).sort()).toEqual([
-      "packages/core/README.md",
-      "packages/express/README.md",
-      "packages/hono/README.md",
-      "packages/koa/README.md",
-      "packages/upstash-local/README.md",
-    ]);
+    // Every published package has one (the workspaces of the root package.json).
+    const workspaces: string[] = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).workspaces;
+    expect(readmes.map((f) => relative(ROOT, f)).sort()).toEqual(workspaces.map((w) => `${w}/README.md`).sort());
     for (const readme of readmes) {
       const links = allLinksOf(readme);
       const name = relative(ROOT, readme);

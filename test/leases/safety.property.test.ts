@@ -20,7 +20,8 @@ import {
 import { ALGORITHMS, POLICY_KINDS } from "../../packages/core/src/algorithms/registry.ts";
 import { leaseReserve } from "../../packages/core/src/leases/rules.ts";
 import { example } from "../support/kinds.ts";
-import { kvStore, VersionedMap } from "../stores/kv-store.ts";
+import { kvStore } from "../../examples/custom-store/kv-store.ts";
+import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, upstashHarness } from "../redis/harness.ts";
 import { type Admission, check, describePolicy } from "../support/exact-checker.ts";

@@ -3,6 +3,7 @@ import { afterAll, beforeAll } from "vitest";
 import { storeContract } from "../stores/store-contract.ts";
 import { type RedisCluster, startRedisCluster } from "../support/redis-server.ts";
 import { clusterHarness, nodeRedisClusterHarness } from "./harness.ts";
+import { redisKeyContract } from "./key-ttls.ts";
 
 let cluster: RedisCluster;
 beforeAll(async () => {
@@ -14,3 +15,4 @@ afterAll(async () => {
 
 storeContract("redisStore (ioredis Cluster, 3 masters)", () => clusterHarness(cluster));
 storeContract("redisStore (node-redis createCluster, 3 masters)", () => nodeRedisClusterHarness(cluster));
+redisKeyContract("redisStore (ioredis Cluster, 3 masters)", () => clusterHarness(cluster));

@@ -21,7 +21,8 @@ import {
 import { MultiModel } from "../core/models.ts";
 import { example, KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
-import { kvStore, VersionedMap } from "../stores/kv-store.ts";
+import { kvStore } from "../../examples/custom-store/kv-store.ts";
+import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { clusterHarness, ioredisHarness, nodeRedisHarness, type RedisHarness, upstashHarness } from "./harness.ts";
 import { GRAIN_MS, policySets } from "./policy-arbitraries.ts";
 

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { luaScripts, SCRIPT_SHA } from "../../packages/core/src/stores/redis/lua.ts";
-import { RESERVATION_SCRIPT_SHA, reservationScripts } from "../../packages/core/src/stores/redis/reservations.ts";
+import { RESERVATION_SCRIPT_SHA, reservationScripts } from "../../packages/core/src/stores/redis/reservation-lua.ts";
 
 /** Every script the Redis stores send. */
 const ALL_SCRIPTS = () => [...Object.values(luaScripts()), ...Object.values(reservationScripts())];
@@ -17,7 +17,7 @@ describe("Lua scripts", () => {
     for (const s of Object.values(luaScripts())) expect(s.sha).toBe(createHash("sha1").update(s.source).digest("hex"));
   });
 
-  it("precomputed SHA1 constants of the reservation scripts match their sources (stores/redis/reservations.ts)", () => {
+  it("precomputed SHA1 constants of the reservation scripts match their sources (stores/redis/reservation-lua.ts)", () => {
     const actual = Object.fromEntries(
       Object.entries(reservationScripts()).map(([name, s]) => [name, createHash("sha1").update(s.source).digest("hex")]),
     );

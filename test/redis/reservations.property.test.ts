@@ -21,7 +21,8 @@ import {
   slidingLog,
   slidingWindow,
 } from "../../packages/core/src/index.ts";
-import { kvStore, VersionedMap } from "../stores/kv-store.ts";
+import { kvStore } from "../../examples/custom-store/kv-store.ts";
+import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, type RedisHarness } from "./harness.ts";
 

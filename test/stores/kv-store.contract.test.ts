@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { createRateLimiter } from "../../packages/core/src/index.ts";
 import { KINDS } from "../support/kinds.ts";
-import { type CompareAndSetKV, kvStore, VersionedMap } from "./kv-store.ts";
+import { type CompareAndSetKV, kvStore } from "../../examples/custom-store/kv-store.ts";
+import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";
 import { hourly, storeContract, uniquePrefix } from "./store-contract.ts";
 
-storeContract("kvStore (compare-and-set over evaluateState)", async () => ({
-  store: () => kvStore(new VersionedMap()),
-  close: async () => undefined,
-}));
+// One database for every store instance the suite makes: its racing clients share it.
+storeContract("kvStore (compare-and-set over evaluateState)", async () => {
+  const db = new VersionedMap();
+  return { store: () => kvStore(db), close: async () => undefined };
+});
 
 describe("kvStore under concurrency", () => {
   const LIMIT = 10;

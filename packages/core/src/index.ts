@@ -56,8 +56,8 @@ export {
   type RateLimiter,
   type RateLimiterOptions,
   type RefundOptions,
-} from "./limiter.ts";
-export type { Reservation, ReserveOptions, SettleOptions } from "./reservations.ts";
+} from "./limiter/index.ts";
+export type { Reservation, ReserveOptions, SettleOptions } from "./limiter/index.ts";
 export { type FetchHandler, getRateLimit, type RateLimitedFetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 export { ipKey, type IpKeyOptions } from "./http/ip-key.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.

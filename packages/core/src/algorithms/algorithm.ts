@@ -1,4 +1,4 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 
 /*
  * What every algorithm is made of. Each kind lives in one file of this folder (its policy
@@ -129,7 +129,7 @@ export interface Algorithm {
  * The Lua fragments of a kind: decide (sets ok, a..e), commit (reads a..e, writes the
  * charge's mark to out[j]), refund (into the mark m, or into the current state when m is nil),
  * settle (a reservation of `est` units charged into the mark m costs `act`; see
- * stores/redis/reservations.ts). See stores/redis/lua.ts.
+ * stores/redis/reservation-lua.ts). See stores/redis/lua.ts.
  */
 export interface LuaFragments {
   readonly eval: string;

@@ -1,8 +1,8 @@
 import { type Duration, DURATION_ACCEPTED, durationMs } from "../duration.ts";
 import { FloodgateError } from "../errors.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import { type OptionSpecs, parseOptions } from "../validation.ts";
-import { ALGORITHM, type Algorithm, type AlgorithmDefinition, type LuaAlgorithm } from "./algorithm.ts";
+import { ALGORITHM, type Algorithm, type AlgorithmDefinition, type AlgorithmTraits, type LuaAlgorithm } from "./algorithm.ts";
 import { refundLog, removeEntries, SLIDING_LOG, SLIDING_LOG_LUA } from "./sliding-log.ts";
 import { LIMIT, MAX_LIMIT_TIMES_WINDOW, NAME } from "./window-options.ts";
 
@@ -30,6 +30,12 @@ const CONCURRENCY_OPTIONS: OptionSpecs = {
 };
 
 /**
+ * A unit is held by one request, not spent, and comes back when its holder settles (in any
+ * process): never leased, and a denial is not cached.
+ */
+const CONCURRENCY_TRAITS: AlgorithmTraits = { lease: undefined, holdsUnits: true, cachesDenials: false };
+
+/**
  * In flight: a sliding log whose window is the timeout, holding one entry per reservation
  * (whatever its estimate) from when it was admitted. Settling or cancelling the reservation
  * removes its entry (the mark is its timestamp); an entry never removed leaves the log after the
@@ -37,9 +43,7 @@ const CONCURRENCY_OPTIONS: OptionSpecs = {
  * at once, and a crashed holder's unit comes back after `timeout`, not before.
  */
 export const CONCURRENCY: Algorithm = /* @__PURE__ */ (() => ({
-  // A unit is held by one request, not spent, and comes back when its holder settles (in any
-  // process): never leased, and a denial is not cached.
-  traits: { lease: undefined, holdsUnits: true, cachesDenials: false },
+  traits: CONCURRENCY_TRAITS,
   width: SLIDING_LOG.width,
   keepsLog: true,
   apply: (p, s, o, log, now, _cost, out, i, charge) => SLIDING_LOG.apply(p, s, o, log, now, 1, out, i, charge),
@@ -104,7 +108,7 @@ const CONCURRENCY_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
 }))();
 
 export const CONCURRENCY_DEFINITION: AlgorithmDefinition<"concurrency"> = {
-  traits: CONCURRENCY.traits,
+  traits: CONCURRENCY_TRAITS,
   kind: "concurrency",
   factoryName: "concurrency",
   lua: CONCURRENCY_LUA,

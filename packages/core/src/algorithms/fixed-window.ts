@@ -1,4 +1,4 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import {
   type Algorithm,
   type AlgorithmDefinition,
@@ -132,7 +132,7 @@ out[i + 1], out[j] = L - b, a
 }))();
 
 export const FIXED_WINDOW_DEFINITION: AlgorithmDefinition<"fixed-window"> = {
-  traits: FIXED_WINDOW.traits,
+  traits: WINDOW_TRAITS,
   kind: "fixed-window",
   factoryName: "fixedWindow",
   lua: FIXED_WINDOW_LUA,

@@ -1,4 +1,5 @@
 import type { AlgorithmDefinition } from "./algorithm.ts";
+import type { PolicyKind } from "../policy.ts";
 import { CONCURRENCY_DEFINITION } from "./concurrency.ts";
 import { FIXED_WINDOW_DEFINITION } from "./fixed-window.ts";
 import { SLIDING_LOG_DEFINITION } from "./sliding-log.ts";
@@ -16,10 +17,9 @@ export const ALGORITHMS = {
   "sliding-window": SLIDING_WINDOW_DEFINITION,
   "sliding-log": SLIDING_LOG_DEFINITION,
   concurrency: CONCURRENCY_DEFINITION,
-} as const satisfies { readonly [K in string]: AlgorithmDefinition<K> };
+} as const satisfies { readonly [K in PolicyKind]: AlgorithmDefinition<K> };
 
-/** The kinds of policy Floodgate implements. */
-export type PolicyKind = keyof typeof ALGORITHMS;
+export type { PolicyKind };
 
 /** The kinds, in the registry's order. */
 export const POLICY_KINDS = /* @__PURE__ */ Object.keys(ALGORITHMS) as PolicyKind[];

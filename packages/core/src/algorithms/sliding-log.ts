@@ -1,7 +1,8 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import {
   type Algorithm,
   type AlgorithmDefinition,
+  type AlgorithmTraits,
   ceilMs,
   type LuaAlgorithm,
   NEVER,
@@ -9,6 +10,9 @@ import {
   settleFragment,
 } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
+
+/** Never leased: it writes an entry per unit anyway, so a lease would save no write. */
+const SLIDING_LOG_TRAITS: AlgorithmTraits = { lease: undefined, holdsUnits: false, cachesDenials: true };
 
 /**
  * Sliding log: one µs timestamp per admitted cost unit, oldest first, kept in a ring so that
@@ -18,8 +22,7 @@ import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-
  * never beyond the limit, only when an admission does not fit.
  */
 export const SLIDING_LOG: Algorithm = {
-  // Never leased: it writes an entry per unit anyway, so a lease would save no write.
-  traits: { lease: undefined, holdsUnits: false, cachesDenials: true },
+  traits: SLIDING_LOG_TRAITS,
   width: 3,
   keepsLog: true,
   apply(p, s, o, log, now, cost, out, i, charge) {
@@ -154,7 +157,7 @@ export function removeEntries(p: Policy, s: Float64Array, o: number, entries: nu
 /**
  * Smallest capacity of a grown ring: the first push into an empty array makes V8 reserve 17 slots
  * anyway, so growing to 16 at once costs no memory and spares a key with a handful of entries a
- * growth per admission (a growth rotates and pushes: ~1,000 instructions).
+ * growth per admission (a growth rotates and pushes).
  */
 const GROWN_RING = 16;
 
@@ -280,7 +283,7 @@ end
 };
 
 export const SLIDING_LOG_DEFINITION: AlgorithmDefinition<"sliding-log"> = {
-  traits: SLIDING_LOG.traits,
+  traits: SLIDING_LOG_TRAITS,
   kind: "sliding-log",
   factoryName: "slidingLog",
   lua: SLIDING_LOG_LUA,

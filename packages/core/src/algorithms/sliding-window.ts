@@ -1,4 +1,4 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import {
   type Algorithm,
   type AlgorithmDefinition,
@@ -214,7 +214,7 @@ end
 }))();
 
 export const SLIDING_WINDOW_DEFINITION: AlgorithmDefinition<"sliding-window"> = {
-  traits: SLIDING_WINDOW.traits,
+  traits: WINDOW_TRAITS,
   kind: "sliding-window",
   factoryName: "slidingWindow",
   lua: SLIDING_WINDOW_LUA,

@@ -1,10 +1,11 @@
 import { FloodgateError } from "../errors.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import { type OptionSpecs, parseOptions } from "../validation.ts";
 import {
   ALGORITHM,
   type Algorithm,
   type AlgorithmDefinition,
+  type AlgorithmTraits,
   ceilMs,
   type LuaAlgorithm,
   NEVER,
@@ -50,14 +51,16 @@ const refundBucket: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
   return s[o]!;
 };
 
+/** A bucket refills while a lease lives: what it refills in the lease's life is kept in reserve. */
+const TOKEN_BUCKET_TRAITS: AlgorithmTraits = {
+  lease: { reserve: (p, lifeMs) => Math.ceil((lifeMs * 1000) / intervalUs(p)), windowed: false },
+  holdsUnits: false,
+  cachesDenials: true,
+};
+
 /** Token bucket as GCRA: the state is the theoretical arrival time (µs) of the next request. */
 export const TOKEN_BUCKET: Algorithm = {
-  // A bucket refills while a lease lives: what it refills in the lease's life is kept in reserve.
-  traits: {
-    lease: { reserve: (p, lifeMs) => Math.ceil((lifeMs * 1000) / intervalUs(p)), windowed: false },
-    holdsUnits: false,
-    cachesDenials: true,
-  },
+  traits: TOKEN_BUCKET_TRAITS,
   width: 1,
   keepsLog: false,
   apply(p, s, o, _log, now, cost, out, i, charge) {
@@ -178,7 +181,8 @@ end
 }))();
 
 export const TOKEN_BUCKET_DEFINITION: AlgorithmDefinition<"token-bucket"> = {
-  traits: TOKEN_BUCKET.traits,
+  // The constant, not TOKEN_BUCKET.traits: a property read would keep this object in every bundle.
+  traits: TOKEN_BUCKET_TRAITS,
   kind: "token-bucket",
   factoryName: "tokenBucket",
   lua: TOKEN_BUCKET_LUA,

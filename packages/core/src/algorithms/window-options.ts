@@ -1,6 +1,6 @@
 import { type Duration, DURATION_ACCEPTED, durationMs, formatDuration } from "../duration.ts";
 import { FloodgateError } from "../errors.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import { type OptionSpec, type OptionSpecs, parseOptions, whole } from "../validation.ts";
 import { ALGORITHM, type Algorithm } from "./algorithm.ts";
 

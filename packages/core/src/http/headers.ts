@@ -1,5 +1,5 @@
-import type { Decision } from "../limiter.ts";
-import type { Policy } from "../policies.ts";
+import type { Decision } from "../limiter/index.ts";
+import type { Policy } from "../policy.ts";
 
 // Every header and parameter name Floodgate writes, in one place: the IETF draft is still moving
 // (an open proposal may rename `r`/`t` again). Plain constants, so a bundle holds each name once.

@@ -1,5 +1,5 @@
 import { FloodgateError } from "../errors.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 import { sha256Hex } from "../sha256.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import { WHERE } from "./options.ts";

@@ -1,6 +1,6 @@
 import type { FloodgateError } from "../errors.ts";
 import { FOREIGN_OPTIONS } from "../foreign-options.ts";
-import type { RateLimiter } from "../limiter.ts";
+import type { RateLimiter } from "../limiter/index.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import {

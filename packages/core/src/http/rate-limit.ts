@@ -19,8 +19,8 @@ import {
 import { createResponder, DENIED_RESPONSE, limitedRetryAfter, type PreparedResponse } from "./response.ts";
 import { RateLimitResult, type RequestEnd, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { type BoundLimiter, type CompiledRule, compileRules } from "./rules.ts";
-import type { Decision, RateLimiter } from "../limiter.ts";
-import type { Policy } from "../policies.ts";
+import type { Decision, RateLimiter } from "../limiter/index.ts";
+import type { Policy } from "../policy.ts";
 import { reservationEnd } from "./settlement.ts";
 import { errorText, storeFailurePolicy, storeGuard, type StoreOutcome } from "./store-guard.ts";
 import { Warnings } from "./warnings.ts";

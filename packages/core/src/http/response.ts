@@ -1,5 +1,5 @@
-import type { Decision } from "../limiter.ts";
-import type { Policy } from "../policies.ts";
+import type { Decision } from "../limiter/index.ts";
+import type { Policy } from "../policy.ts";
 import { retryAfterSeconds } from "./headers.ts";
 import type { HttpRateLimitOptions, MaybePromise, RateLimitRequest } from "./options.ts";
 import type { RateLimitInfo, RateLimitResult } from "./result.ts";

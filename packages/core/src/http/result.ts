@@ -1,5 +1,5 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import type { Charge, Decision, PolicyDecision } from "../limiter.ts";
+import type { Charge, Decision, PolicyDecision } from "../limiter/index.ts";
 import type { RateLimitRequest, RequestAccess } from "./options.ts";
 import type { PreparedResponse } from "./response.ts";
 import type { DecisionSource, StoreOutcome } from "./store-guard.ts";

@@ -1,5 +1,5 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import { createRateLimiter, type RateLimiter } from "../limiter.ts";
+import { createRateLimiter, type RateLimiter } from "../limiter/index.ts";
 import { isPolicies, isPolicy, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
 import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";

@@ -1,5 +1,5 @@
 import { describeValue } from "../errors.ts";
-import type { Reservation } from "../reservations.ts";
+import type { Reservation } from "../limiter/index.ts";
 import { isThenable } from "../stores/store.ts";
 import type { EndedResponse, RateLimitRequest, SettledCost } from "./options.ts";
 import type { RequestEnd, RequestRateLimitInfo } from "./result.ts";

@@ -1,7 +1,7 @@
 import { FloodgateError } from "../errors.ts";
-import { type Charge, createRateLimiter, type Decision, type RateLimiter, rebindLimiter } from "../limiter.ts";
-import type { Reservation } from "../reservations.ts";
-import { isMemoryStore, memoryStore } from "../stores/memory-store.ts";
+import { type Charge, createRateLimiter, type Decision, type RateLimiter, rebindLimiter } from "../limiter/index.ts";
+import type { Reservation } from "../limiter/index.ts";
+import { memoryStore } from "../stores/memory-store.ts";
 import {
   isResilientStore,
   type ResilientStore,
@@ -89,7 +89,7 @@ export function storeGuard(
 ): (limiter: RateLimiter) => RateLimiter {
   const guarded = new Map<RateLimitStore, ResilientStore>();
   const wrap = (bare: RateLimitStore): RateLimitStore => {
-    if (isMemoryStore(bare) || isResilientStore(bare)) return bare;
+    if (bare.synchronous === true || isResilientStore(bare)) return bare;
     let store = guarded.get(bare);
     if (store === undefined) guarded.set(bare, store = resilientStore(bare, options));
     return store;

@@ -1,5 +1,5 @@
 import { FIELDS_PER_POLICY } from "../algorithms/algorithm.ts";
-import type { Decision } from "../limiter.ts";
+import type { Decision } from "../limiter/types.ts";
 import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../stores/store.ts";
 import { leaseHorizonMs } from "./rules.ts";
 

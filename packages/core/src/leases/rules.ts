@@ -1,6 +1,6 @@
 import { traitsOf } from "../algorithms/algorithm.ts";
 import { FloodgateError } from "../errors.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 
 /*
  * The safety rules of leased mode that the limiter and the stores share (docs/leases.md has the

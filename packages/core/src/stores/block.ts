@@ -1,5 +1,5 @@
 import { type Algorithm, FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 
 // Blocks and penalties as the TypeScript stores (memory, evaluateState) apply them; the Redis
 // scripts mirror them (stores/redis/lua.ts).

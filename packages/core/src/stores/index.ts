@@ -8,7 +8,7 @@
  * @module @floodgate/core/store
  */
 export { FloodgateError, type FloodgateErrorCode } from "../errors.ts";
-export type { Policy, PolicyKind } from "../policies.ts";
+export type { Policy, PolicyKind } from "../policy.ts";
 export {
   answeredLocally,
   type CallSignal,
@@ -32,5 +32,16 @@ export {
   type ReservationArgs,
   type StateEvaluation,
 } from "./state/types.ts";
-export { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
+export {
+  type AlgorithmDefinition,
+  type AlgorithmDocs,
+  type AlgorithmTraits,
+  FIELDS_PER_POLICY,
+  type LeaseTraits,
+  type LuaAlgorithm,
+  type LuaFragments,
+  NEVER,
+  traitsOf,
+} from "../algorithms/algorithm.ts";
+export { ALGORITHMS, POLICY_KINDS } from "../algorithms/registry.ts";
 export { revivePolicy } from "./revive.ts";

@@ -1,4 +1,4 @@
-import type { Policy } from "../policies.ts";
+import type { Policy } from "../policy.ts";
 
 /** A value or a promise of it: the memory store answers synchronously, Redis stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -88,6 +88,19 @@ export interface LeaseReturn {
 }
 
 /**
+ * A reservation a store holds in the limiter's own process (see {@link RateLimitStore.reserveHeld}):
+ * the store's answer, and a handle on its ledger record that settles it with no look-up.
+ */
+export interface HeldReservation {
+  /** The store's answer, as `reserve` gives it (the marks follow the figures). */
+  readonly result: StoreResult;
+  /** The record's id, as `settle(set, key, id, ...)` accepts it from any caller. */
+  readonly id: string;
+  /** Settles the record, as `settle` would: answers whether it was outstanding. */
+  settle(actual: number, nowMs: number): boolean;
+}
+
+/**
  * The one store contract. A store evaluates every policy of a set for one key in ONE atomic step:
  * when all admit `cost`, all are charged; when any denies, none is. Implementations: the memory
  * store, the Upstash (HTTP) store and the TCP Redis store, all held to one contract test suite;
@@ -100,6 +113,11 @@ export interface RateLimitStore {
    * True when the store reads time itself (a Redis server's clock) and ignores `nowMs`.
    */
   readonly ownsClock?: boolean;
+  /**
+   * True when every operation answers synchronously from this process and cannot hang (the
+   * memory store): the limiter then calls it without a deadline or circuit breaker around it.
+   */
+  readonly synchronous?: boolean;
   /**
    * Checks and, when every policy admits `cost`, charges it. `signal`, when given, turns
    * `aborted` once the caller has abandoned the call: send no further command for it.
@@ -138,15 +156,23 @@ export interface RateLimitStore {
    */
   settle?(set: PolicySet, key: string, id: string, actual: number, nowMs: number): MaybePromise<boolean>;
   /**
+   * Optional, for a store in the limiter's own process that answers synchronously (the memory
+   * store): `reserve`, with the record named by the store itself and handed back, so that settling
+   * through the reservation looks nothing up and no id is made unless read. Answers the result of
+   * a denial (nothing recorded), or the held reservation. When present, the limiter reserves
+   * through it; `settle` by id must still find the records it made.
+   */
+  reserveHeld?(set: PolicySet, key: string, cost: number, nowMs: number, ttlMs: number): StoreResult | HeldReservation;
+  /**
    * Optional (stores without it decide leased limiters exactly): in one atomic step, gives back
    * the unspent units of `request.returns` into what each lease was charged in (once), decides
    * `request.cost` exactly as `consume` (a denial charges and grants nothing) and, when admitted
    * and every policy has enough left, charges up to `request.want` extra units to every policy
    * and records the lease. Answers `[allowed, ...per policy (allowed, remaining, resetAt,
    * retryAfterMs), ...per policy mark (0 when nothing was charged), g, lifeUs, nowUs]`: the units
-   * granted, the lease's life from the store's now, and that now (µs). See docs/leases.md. The
-   * built-in Redis stores also carry the instance's side of leased mode, which the limiter takes
-   * from them (so apps whose stores cannot lease do not ship it).
+   * granted, the lease's life from the store's now, and that now (µs). See docs/leases.md. A
+   * store without scripts implements it with `evaluateState`'s `"lease"` mode. With it, the
+   * limiter serves `mode: "leased"` over this store.
    */
   lease?(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
   /** Deletes exactly this key's state in this set (its block too), nothing else. */

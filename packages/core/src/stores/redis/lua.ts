@@ -7,8 +7,8 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  * returns the same flat result. Runs on vanilla Redis 7 and Valkey: no shebang flags, only
  * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/LREM/PEXPIRE/DEL/TIME.
  *
- * Calling convention of every script (every argument costs Redis about 1,000 instructions, so
- * there are few):
+ * Calling convention of every script (every argument costs Redis time, so there are few; see
+ * bench/README.md):
  *   KEYS[p]   the key of policy p (`prefix{identifier}`, then `:1`, `:2`...)
  *   ARGV[1]   the cost to consume; "0" to peek (cost 1, charges nothing); minus the cost to refund
  *   single-policy scripts: ARGV[2] limit, ARGV[3] parameter

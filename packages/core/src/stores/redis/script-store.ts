@@ -6,7 +6,7 @@ import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { DenyCache } from "./deny-cache.ts";
 import { leaseCall } from "./lease-store.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
-import { ledgerKey, reservationScripts } from "./reservations.ts";
+import { ledgerKey, reservationScripts } from "./reservation-lua.ts";
 
 /** Options shared by {@link upstashStore} and {@link redisStore}. */
 export interface ScriptStoreOptions {

@@ -1,6 +1,6 @@
 import { type Algorithm, FIELDS_PER_POLICY } from "../../algorithms/algorithm.ts";
 import { leasedLimits } from "../../leases/rules.ts";
-import type { Policy } from "../../policies.ts";
+import type { Policy } from "../../policy.ts";
 import type { LeaseRequest, PolicySet } from "../store.ts";
 import type { StateEvaluation } from "./types.ts";
 import { leaseReplyLength, type Unpacked, written } from "./unpacked.ts";

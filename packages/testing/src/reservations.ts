@@ -1,30 +1,18 @@
-/**
- * The reservation part of the store contract (run by storeContract for every store): reserve,
- * settle and cancel in one atomic step each, idempotent settlement, denials that reserve nothing,
- * the concurrency kind, expiry of what is never settled, and keys that always expire.
- */
 import { describe, expect, it } from "vitest";
-import { concurrency, createRateLimiter, fixedWindow, type RateLimitStore, tokenBucket } from "../../packages/core/src/index.ts";
-import { baseKey } from "../../packages/core/src/stores/redis/script-store.ts";
-import { ledgerKey } from "../../packages/core/src/stores/redis/reservations.ts";
-import { KINDS as RATE_KINDS } from "../support/kinds.ts";
-import { hourly, type StoreHarness, uniquePrefix } from "./store-contract.ts";
+import { concurrency, createRateLimiter, fixedWindow, tokenBucket } from "@floodgate/core";
+import { type ContractContext, hourly, KINDS, uniquePrefix } from "./support.ts";
 
 const T0 = 1_767_225_600_000 + 30_000; // half a minute into a minute, an hour, a day
 
-/** The stores of a running contract suite, read once its beforeAll has run. */
-export interface ContractStores {
-  server: RateLimitStore;
-  local: RateLimitStore;
-  harness: StoreHarness;
-}
-
-export function reservationContract(stores: () => ContractStores): void {
+/**
+ * Reservations: reserve, settle and cancel in one atomic step each, idempotent settlement,
+ * denials that reserve nothing, the concurrency kind, expiry of what is never settled.
+ */
+export function reservationTests(ctx: ContractContext): void {
   describe("reservations", () => {
-    describe.each(RATE_KINDS)("%s", (kind) => {
+    describe.each(KINDS)("%s", (kind) => {
       it("settle(actual) leaves the state a charge of `actual` would have; a second settle or a cancel changes nothing", async () => {
-        const { server } = stores();
-        const limiter = createRateLimiter({ policy: hourly(kind, 10), store: server, prefix: uniquePrefix() });
+        const limiter = createRateLimiter({ policy: hourly(kind, 10), store: ctx.server, prefix: uniquePrefix() });
         for (const actual of [0, 2, 4, 7, 10]) {
           const r = await limiter.reserve(`r${actual}`, { estimate: 4 });
           expect(r.decision.allowed).toBe(true);
@@ -46,8 +34,7 @@ export function reservationContract(stores: () => ContractStores): void {
       });
 
       it("an actual cost above the estimate is charged past the limit: the true usage counts", async () => {
-        const { server } = stores();
-        const limiter = createRateLimiter({ policy: hourly(kind, 10), store: server, prefix: uniquePrefix() });
+        const limiter = createRateLimiter({ policy: hourly(kind, 10), store: ctx.server, prefix: uniquePrefix() });
         const first = await limiter.reserve("over", { estimate: 2 });
         const second = await limiter.reserve("over", { estimate: 3 });
         expect(await first.settle(14)).toBe(true); // 14 + 3 reserved: 17 of 10
@@ -60,8 +47,7 @@ export function reservationContract(stores: () => ContractStores): void {
       });
 
       it("a denial reserves nothing; its settle and cancel do nothing", async () => {
-        const { server } = stores();
-        const limiter = createRateLimiter({ policy: hourly(kind, 3), store: server, prefix: uniquePrefix() });
+        const limiter = createRateLimiter({ policy: hourly(kind, 3), store: ctx.server, prefix: uniquePrefix() });
         const held = await limiter.reserve("d", { estimate: 2 });
         const denied = await limiter.reserve("d", { estimate: 2 });
         expect(denied.decision.allowed).toBe(false);
@@ -75,14 +61,13 @@ export function reservationContract(stores: () => ContractStores): void {
     });
 
     it("a set with a concurrency policy reserves atomically: one unit of concurrency, the estimate elsewhere; a denial charges none", async () => {
-      const { server } = stores();
       const limiter = createRateLimiter({
         policy: [
           concurrency({ limit: 2, timeout: "1h" }),
           fixedWindow({ limit: 100, window: "1h" }),
           tokenBucket({ capacity: 50, refillRate: 0.001 }),
         ],
-        store: server,
+        store: ctx.server,
         prefix: uniquePrefix(),
       });
       const a = await limiter.reserve("c", { estimate: 10 });
@@ -103,11 +88,10 @@ export function reservationContract(stores: () => ContractStores): void {
     });
 
     it("a unit never released comes back after the concurrency timeout, not before", async () => {
-      const { local } = stores();
       let now = T0;
       const limiter = createRateLimiter({
         policy: concurrency({ limit: 1, timeout: "10s" }),
-        store: local,
+        store: ctx.local,
         clock: () => now,
         prefix: uniquePrefix(),
       });
@@ -122,11 +106,10 @@ export function reservationContract(stores: () => ContractStores): void {
     });
 
     it("a reservation never settled expires after its ttl and keeps its estimate charged", async () => {
-      const { local } = stores();
       let now = T0;
       const limiter = createRateLimiter({
         policy: fixedWindow({ limit: 10, window: "1h" }),
-        store: local,
+        store: ctx.local,
         clock: () => now,
         prefix: uniquePrefix(),
       });
@@ -138,35 +121,11 @@ export function reservationContract(stores: () => ContractStores): void {
       expect((await limiter.peek("e")).remaining).toBe(6);
     });
 
-    it("every key a reservation writes expires (Redis: the ledger key has a TTL of at most its ttl)", async () => {
-      const { server, harness } = stores();
-      if (harness.pttl === undefined) return;
-      const prefix = uniquePrefix();
-      const limiter = createRateLimiter({
-        policy: [concurrency({ limit: 2, timeout: "30s" }), fixedWindow({ limit: 9, window: "1m" })],
-        store: server,
-        prefix,
-      });
-      const r = await limiter.reserve("ttl", { estimate: 3, ttl: "20s" });
-      const base = baseKey(prefix, "ttl");
-      const [ledger, held, counted] = await harness.pttl([ledgerKey(base, r.id), base, `${base}:1`]);
-      expect(ledger).toBeGreaterThan(15_000);
-      expect(ledger).toBeLessThanOrEqual(20_000);
-      expect(held).toBeGreaterThan(25_000);
-      expect(held).toBeLessThanOrEqual(30_000);
-      expect(counted).toBeGreaterThan(0);
-      expect(await r.settle(5)).toBe(true);
-      const [gone, , stillCounted] = await harness.pttl([ledgerKey(base, r.id), base, `${base}:1`]);
-      expect(gone).toBe(-2);
-      expect(stillCounted).toBeGreaterThan(0);
-    });
-
     it("ids are unique and survive JSON; a reservation can be settled through another limiter of the same policies and prefix", async () => {
-      const { server } = stores();
       const prefix = uniquePrefix();
       const policy = hourly("fixed-window", 10);
-      const a = createRateLimiter({ policy, store: server, prefix });
-      const b = createRateLimiter({ policy, store: server, prefix });
+      const a = createRateLimiter({ policy, store: ctx.server, prefix });
+      const b = createRateLimiter({ policy, store: ctx.server, prefix });
       const ids = new Set<string>();
       for (let i = 0; i < 5; i++) ids.add((await a.reserve("j")).id);
       expect(ids.size).toBe(5);

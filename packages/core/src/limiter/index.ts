@@ -1,0 +1,17 @@
+/*
+ * The limiter: its public types (types.ts), its argument checks (checks.ts), its decisions
+ * (decisions.ts), its reservations (reservation.ts) and its construction (create.ts).
+ */
+export { createRateLimiter, rebindLimiter } from "./create.ts";
+export type {
+  Charge,
+  Decision,
+  LimitOptions,
+  PolicyDecision,
+  RateLimiter,
+  RateLimiterOptions,
+  RefundOptions,
+  Reservation,
+  ReserveOptions,
+  SettleOptions,
+} from "./types.ts";

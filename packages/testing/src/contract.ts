@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { blockTests } from "./blocks.ts";
+import { concurrentClientTests } from "./concurrent-clients.ts";
+import { decisionTests } from "./decisions.ts";
+import { leaseTests } from "./leases.ts";
+import { reservationTests } from "./reservations.ts";
+import { severalPolicyTests } from "./several-policies.ts";
+import { clearOfHourBoundary, type ContractContext, type StoreContractOptions, type StoreHarness } from "./support.ts";
+
+/** The capabilities a switch leaves out, and the store methods each needs. */
+const CAPABILITIES = [
+  ["reservations", ["reserve", "settle"]],
+  ["leases", ["lease"]],
+  ["blocks", ["block", "unblock", "penalty"]],
+] as const;
+
+/**
+ * Runs the whole store contract against a store: decisions for every kind against what the
+ * algorithms define, refunds into the charged window, several policies atomically, blocks and
+ * penalties, reservations, leases, and calls racing from several clients. Call it at the top level
+ * of a test file; `setup` runs once, before the suite's first test.
+ *
+ * @param name - shown in the suite's name
+ * @param setup - makes the harness: fresh stores, and a way to close what it started
+ * @param options - what the store does not implement (each switch leaves out those tests)
+ * @example
+ * import { storeContract } from "@floodgate/testing";
+ * storeContract("my store", async () => ({ store: () => myStore(client), close: () => client.quit() }));
+ */
+export function storeContract(name: string, setup: () => Promise<StoreHarness>, options: StoreContractOptions = {}): void {
+  describe(`store contract: ${name}`, () => {
+    const ctx = { options } as ContractContext;
+    beforeAll(async () => {
+      ctx.harness = await setup();
+      ctx.server = ctx.harness.store("server");
+      ctx.local = ctx.harness.store("local");
+    });
+    beforeEach(() => clearOfHourBoundary());
+    afterAll(async () => {
+      await ctx.server?.dispose?.();
+      await ctx.local?.dispose?.();
+      await ctx.harness?.close();
+    });
+
+    it("implements every operation it does not switch off", () => {
+      for (const [capability, methods] of CAPABILITIES) {
+        if (options[capability] === false) continue;
+        for (const method of methods) {
+          const store = ctx.server as unknown as Record<string, unknown>;
+          expect(typeof store[method], `the store has no \`${method}\`: implement it, or pass { ${capability}: false }`).toBe("function");
+        }
+      }
+    });
+
+    decisionTests(ctx);
+    if (options.blocks !== false) blockTests(ctx);
+    severalPolicyTests(ctx);
+    if (options.reservations !== false) reservationTests(ctx);
+    if (options.leases !== false) leaseTests(ctx);
+    if (options.clients !== false) concurrentClientTests(ctx, options.clients ?? 4);
+  });
+}
