@@ -38,6 +38,9 @@ function counted<N extends { get(id: any, ...rest: any[]): any }>(namespace: N):
   } as unknown as N;
 }
 
+/** The Worker's execution context, as Hono's `fetch` takes it. */
+type ExecutionContext = Parameters<Hono["fetch"]>[2];
+
 type Variant = "floodgate-exact" | "floodgate-leased" | "hono-rate-limiter";
 
 function app(variant: Variant, env: Env, limit: number, prefix: string): Hono {
@@ -61,7 +64,7 @@ function app(variant: Variant, env: Env, limit: number, prefix: string): Hono {
 }
 
 export default {
-  async fetch(request: Request, env: Env, ctx: { waitUntil(p: Promise<unknown>): void }): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     const { variant, decisions, keys, concurrency, limit, prefix } = await request.json() as {
       variant: Variant;
       decisions: number;

@@ -1,7 +1,6 @@
 import {
   type CallSignal,
   type EvaluateMode,
-  evaluateState,
   FloodgateError,
   type LeaseRequest,
   type PolicySet,
@@ -9,9 +8,9 @@ import {
   type ReservationArgs,
   type StoreResult,
 } from "@floodgate/core/store";
-import { backoffMs, sleep } from "./backoff.ts";
+import { CommitQueues } from "./commits.ts";
 import { kvKeyOf } from "./keys.ts";
-import type { KvDatabase, KvKey } from "./kv.ts";
+import type { KvDatabase } from "./kv.ts";
 
 /** Options of {@link denoKvStore}. */
 export interface DenoKvStoreOptions {
@@ -47,9 +46,6 @@ export interface DenoKvStore extends RateLimitStore {
 }
 
 const OPTIONS = ["kv", "keyPrefix", "maxAttempts", "timeoutMs"];
-/** Deno KV's largest value, bytes. */
-const MAX_VALUE_BYTES = 65_536;
-
 function invalid(option: string, received: string, expected: string): FloodgateError {
   return new FloodgateError("INVALID_OPTION", `denoKvStore(): invalid option \`${option}\`: received ${received}; expected ${expected}.`);
 }
@@ -80,35 +76,12 @@ function checked(options: DenoKvStoreOptions): Required<DenoKvStoreOptions> {
 }
 
 /**
- * What the store writes under a key, as JSON text: the state, and when the entry expires on this
- * machine's clock (`expiresAt`, epoch ms), which an unblock (a call without the limiter's time)
- * keeps as it is.
- */
-interface Stored {
-  readonly state: unknown;
-  readonly expiresAt: number;
-}
-
-/** A stored value that is not this store's JSON text (another program's) reads as no state. */
-function parse(value: unknown): Stored | undefined {
-  if (typeof value !== "string") return undefined;
-  try {
-    const stored = JSON.parse(value) as Partial<Stored> | null;
-    return typeof stored?.expiresAt === "number" ? stored as Stored : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** SQLite's busy error, which the local backend raises when another process holds the write lock: a lost race like any other. */
-const isBusy = (error: unknown): boolean => /database is (locked|busy)/i.test(String((error as Error)?.message ?? error));
-
-/**
  * A store whose state lives in Deno KV. A decision reads the key's entry, decides every policy
  * of the set with `evaluateState`, and commits the new state only if the entry's versionstamp is
  * unchanged (one atomic commit for the whole set, written with `expireIn` so the key expires on
  * its own); a lost race waits a jittered, growing time and decides again, at most `maxAttempts`
- * times and never past `timeoutMs`, then fails with `STORE_TIMEOUT`. Decisions run on the
+ * times and never past `timeoutMs`, then fails with `STORE_TIMEOUT`. Calls on one key from this
+ * store are decided together, in order, one commit per round: they never race each other. Decisions run on the
  * limiter's clock (Deno KV has none to offer). Every operation of the contract: several
  * policies atomically, refunds into their charge, reservations, leases (`mode: "leased"`),
  * blocks, penalties, reset.
@@ -121,30 +94,9 @@ const isBusy = (error: unknown): boolean => /database is (locked|busy)/i.test(St
  */
 export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   const { kv, keyPrefix, maxAttempts, timeoutMs } = checked(options);
-  let operations = 0;
-  let commits = 0;
-  let retries = 0;
-  let timeouts = 0;
+  const queues = new CommitQueues(kv, maxAttempts);
 
-  function gaveUp(mode: string, key: string, why: string): FloodgateError {
-    timeouts++;
-    return new FloodgateError("STORE_TIMEOUT", `Deno KV store: ${mode} of ${JSON.stringify(key)} gave up: ${why}.`);
-  }
-
-  async function commit(k: KvKey, versionstamp: string | null, value: string | undefined, expireIn: number): Promise<boolean> {
-    const op = kv.atomic().check({ key: k, versionstamp });
-    if (value === undefined) op.delete(k);
-    else op.set(k, value, { expireIn });
-    commits++;
-    try {
-      return (await op.commit()).ok;
-    } catch (error) {
-      if (isBusy(error)) return false;
-      throw error;
-    }
-  }
-
-  async function run(
+  function run(
     mode: EvaluateMode,
     set: PolicySet,
     key: string,
@@ -155,61 +107,29 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
     signal?: CallSignal,
     lease?: LeaseRequest,
   ): Promise<StoreResult> {
-    operations++;
-    const k = kvKeyOf(keyPrefix, set.prefix, key);
-    const deadline = Date.now() + timeoutMs;
-    for (let attempt = 0;; attempt++) {
-      if (signal?.aborted) throw gaveUp(mode, key, "the caller stopped waiting");
-      let ok: boolean;
-      let result: StoreResult;
-      try {
-        const entry = await kv.get(k);
-        const stored = parse(entry.value);
-        const evaluation = evaluateState(set, stored?.state, cost, nowMs, mode, marks, reservation, lease);
-        if (!evaluation.changed) return evaluation.result;
-        result = evaluation.result;
-        const clockMs = Date.now();
-        // The TTL is a duration on the limiter's clock; an unblock carries no time of the limiter's to measure it from.
-        const expireIn = mode === "unblock" && stored !== undefined
-          ? Math.max(1, Math.ceil(stored.expiresAt - clockMs))
-          : Math.max(1, Math.ceil(evaluation.expiresAtMs - nowMs));
-        const value = evaluation.state === undefined
-          ? undefined
-          : JSON.stringify({ state: evaluation.state, expiresAt: clockMs + expireIn });
-        if (value !== undefined && value.length * 3 > MAX_VALUE_BYTES && new TextEncoder().encode(value).length > MAX_VALUE_BYTES) {
-          throw new FloodgateError(
-            "STORE_ERROR",
-            `Deno KV store: the state of ${
-              JSON.stringify(key)
-            } needs more than Deno KV's 64 KiB per value (a sliding log keeps one timestamp per unit of its limit; keep its limit under about 3,000, or use slidingWindow).`,
-          );
-        }
-        ok = await commit(k, entry.versionstamp, value, expireIn);
-      } catch (error) {
-        if (error instanceof FloodgateError) throw error;
-        throw new FloodgateError("STORE_ERROR", `Deno KV store: ${mode} failed: ${(error as Error)?.message ?? String(error)}`, {
-          cause: error,
-        });
-      }
-      if (ok) return result;
-      retries++;
-      if (attempt + 1 >= maxAttempts) {
-        throw gaveUp(
-          mode,
-          key,
-          `${maxAttempts} commits lost to other writers in a row (a contended key: leased mode takes it off this path)`,
-        );
-      }
-      const wait = backoffMs(attempt);
-      if (Date.now() + wait >= deadline) throw gaveUp(mode, key, `still contended after ${timeoutMs} ms`);
-      await sleep(wait);
-    }
+    return new Promise((resolve, reject) => {
+      // JSON tells lone surrogates apart: the id of the key in this process's queues.
+      queues.enqueue(JSON.stringify([set.prefix, key]), kvKeyOf(keyPrefix, set.prefix, key), {
+        mode,
+        set,
+        key,
+        cost,
+        nowMs,
+        marks,
+        reservation,
+        lease,
+        signal,
+        deadline: Date.now() + timeoutMs,
+        resolve,
+        reject,
+      });
+    });
   }
 
   return {
     name: "deno-kv",
     ownsClock: false,
-    stats: () => ({ operations, commits, retries, timeouts }),
+    stats: () => ({ ...queues.counts }),
     consume: (set, key, cost, nowMs, signal) => run("consume", set, key, cost, nowMs, undefined, undefined, signal),
     peek: (set, key, nowMs, signal) => run("peek", set, key, 1, nowMs, undefined, undefined, signal),
     refund: async (set, key, cost, nowMs, marks) => {
