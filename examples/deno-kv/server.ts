@@ -2,8 +2,9 @@
 // sharing the database shares the limits. Imported as a Deno app imports npm packages.
 //   deno run --unstable-kv --allow-net --allow-env --allow-read --allow-write examples/deno-kv/server.ts
 // (KV_PATH names a local database file; on Deno Deploy, Deno.openKv() needs no path.)
-import { slidingWindow, withRateLimit } from "npm:@floodgate/core";
-import { denoKvStore, type KvDatabase } from "npm:@floodgate/deno-kv";
+// deno-lint-ignore-file no-import-prefix -- the imports an app without an import map writes
+import { slidingWindow, withRateLimit } from "npm:@floodgate/core@^0.1.0";
+import { denoKvStore, type KvDatabase } from "npm:@floodgate/deno-kv@^0.1.0";
 
 declare const Deno: {
   env: { get(name: string): string | undefined };

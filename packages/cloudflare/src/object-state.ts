@@ -14,7 +14,10 @@ export interface ObjectState {
   /** The object's storage. */
   readonly storage: {
     /** SQLite: present when the class is declared under `new_sqlite_classes` in the Worker's migrations. */
-    readonly sql?: { exec(query: string, ...bindings: unknown[]): SqlCursor };
+    readonly sql?: {
+      /** Runs one SQL statement with its `?` bindings. */
+      exec(query: string, ...bindings: unknown[]): SqlCursor;
+    };
     /** When the alarm is set for (epoch ms), or null. */
     getAlarm(): Promise<number | null>;
     /** Sets (replaces) the object's one alarm. */

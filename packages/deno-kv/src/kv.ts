@@ -28,7 +28,10 @@ export interface KvAtomic {
   /** Deletes a key. */
   delete(key: KvKey): KvAtomic;
   /** Commits: `ok` is false when a check failed (another writer got there first). */
-  commit(): Promise<{ ok: boolean }>;
+  commit(): Promise<{
+    /** Whether the operation was committed. */
+    ok: boolean;
+  }>;
 }
 
 /** The Deno KV database the store works on: `await Deno.openKv()`, or `await openKv()` from @deno/kv on Node. */
