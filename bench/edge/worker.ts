@@ -62,6 +62,9 @@ function app(variant: Variant, env: Env, limit: number, prefix: string): Hono {
         store: durableObjectStore({ namespace: counted(env.FLOODGATE) }),
         key: (req) => req.header("x-key") ?? "none",
         prefix,
+        // Slowness shows in decisions/s, never as failed-open decisions.
+        timeoutMs: 60_000,
+        circuitBreaker: false,
         ...(variant === "floodgate-leased" ? { mode: "leased" as const } : {}),
       }),
     );
