@@ -2,13 +2,16 @@
  * Edge stores side by side, in one run (npm run bench:edge): on one miniflare (workerd, SQLite
  * Durable Objects), Floodgate's durableObjectStore in exact and in leased mode and
  * hono-rate-limiter's Durable Objects store, each behind its Hono middleware with a fixed window
- * of 1,000 per hour, on one hot key and on 10,000 keys: decisions/s inside the Worker, admissions,
- * and DO requests per 1,000 decisions. Then denoKvStore on Deno.openKv() (bench/edge/deno-kv.ts):
+ * of 1,000 per hour, on one hot key: decisions/s inside the Worker, admissions,
+ * and DO requests per 1,000 decisions (`--many-keys` adds 10,000 keys; see below). Then
+ * denoKvStore on Deno.openKv() (bench/edge/deno-kv.ts):
  * commits and retries per 1,000 decisions at 1, 10 and 100 concurrent callers.
  *   npm run build && npm run bench:edge
  */
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { bundle, requireBuilt, ROOT } from "../test/runtimes/support.ts";
 
@@ -18,13 +21,17 @@ const built = await bundle("bench/edge/worker.ts", {
   conditions: ["workerd", "worker", "browser", "import", "default"],
   external: ["cloudflare:workers"],
 });
+// On disk: held in memory, the objects' SQLite databases fail with SQLITE_NOMEM past a few thousand keys.
+const persist = mkdtempSync(join(tmpdir(), "floodgate-bench-do-"));
 const mf = new Miniflare({
+  durableObjectsPersist: persist,
   modules: true,
   script: built.code,
   compatibilityDate: "2025-09-01",
   durableObjects: {
     FLOODGATE: { className: "RateLimiterObject", useSQLite: true },
-    HRL: { className: "DurableObjectRateLimiter", useSQLite: true },
+    // hono-rate-limiter's object uses the key-value storage API: KV-backed, as its docs declare it.
+    HRL: { className: "DurableObjectRateLimiter" },
   },
 });
 await mf.ready;
@@ -33,7 +40,11 @@ const rows: Record<string, unknown>[] = [];
 const VARIANTS = ["floodgate-exact", "floodgate-leased", "hono-rate-limiter"] as const;
 const SCENARIOS = [
   { name: "hot key", decisions: 2000, keys: 1, concurrency: 10 },
-  ...(process.env.BENCH_QUICK ? [] : [{ name: "10,000 keys", decisions: 10_000, keys: 10_000, concurrency: 50 }]),
+  // Opt-in: past a few thousand SQLite-backed objects, workerd under miniflare fails calls with
+  // SQLITE_NOMEM (in memory and on disk alike), and the middlewares then fail open.
+  ...(process.argv.includes("--many-keys")
+    ? [{ name: "10,000 keys", decisions: 10_000, keys: 10_000, concurrency: 50, shards: undefined }]
+    : []),
 ];
 let run = 0;
 for (const s of SCENARIOS) {
@@ -64,7 +75,6 @@ for (const s of SCENARIOS) {
 }
 await mf.dispose();
 
-if (process.env.BENCH_QUICK) process.exit(0);
 const deno = spawnSync(`${ROOT}/node_modules/.bin/deno`, ["run", "-A", "--no-check", "--unstable-kv", "bench/edge/deno-kv.ts"], {
   cwd: ROOT,
   encoding: "utf8",

@@ -43,7 +43,7 @@ type ExecutionContext = Parameters<Hono["fetch"]>[2];
 
 type Variant = "floodgate-exact" | "floodgate-leased" | "hono-rate-limiter";
 
-function app(variant: Variant, env: Env, limit: number, prefix: string): Hono {
+function app(variant: Variant, env: Env, limit: number, prefix: string, shards: number | undefined): Hono {
   const hono = new Hono();
   const key = (c: { req: { header(name: string): string | undefined } }): string => c.req.header("x-key") ?? "none";
   if (variant === "hono-rate-limiter") {
@@ -59,7 +59,7 @@ function app(variant: Variant, env: Env, limit: number, prefix: string): Hono {
     hono.use(
       rateLimit({
         policy: fixedWindow({ limit, window: "1h" }),
-        store: durableObjectStore({ namespace: counted(env.FLOODGATE) }),
+        store: durableObjectStore({ namespace: counted(env.FLOODGATE), ...(shards === undefined ? {} : { shards }) }),
         key: (req) => req.header("x-key") ?? "none",
         prefix,
         // Slowness shows in decisions/s, never as failed-open decisions.
@@ -75,7 +75,8 @@ function app(variant: Variant, env: Env, limit: number, prefix: string): Hono {
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const { variant, decisions, keys, concurrency, limit, prefix } = await request.json() as {
+    const { variant, decisions, keys, concurrency, limit, prefix, shards } = await request.json() as {
+      shards?: number;
       variant: Variant;
       decisions: number;
       keys: number;
@@ -83,7 +84,7 @@ export default {
       limit: number;
       prefix: string;
     };
-    const target = app(variant, env, limit, prefix);
+    const target = app(variant, env, limit, prefix, shards);
     const before = requests;
     let admitted = 0;
     let next = 0;
