@@ -2,7 +2,7 @@
  * Rewrites the precomputed SHA1 constants of the Redis scripts after a script changed or a kind
  * was added to the algorithm registry: `npx tsx scripts/update-lua-sha.ts`. The constants live
  * beside their scripts: packages/core/src/stores/redis/lua.ts (decisions, penalties and blocks),
- * reservations.ts (reserve and settle) and lease-lua.ts (leases). test/redis/lua-sha.test.ts fails
+ * reservation-lua.ts (reserve and settle) and lease-lua.ts (leases). test/redis/lua-sha.test.ts fails
  * until they match.
  */
 import { createHash } from "node:crypto";
@@ -29,7 +29,7 @@ edit("lua.ts", (text) => {
   }
   return text;
 });
-edit("reservations.ts", (text) => {
+edit("reservation-lua.ts", (text) => {
   for (const [name, script] of Object.entries(reservationScripts())) {
     const sha = sha1(script.source);
     text = text.replace(new RegExp(`(\\n  ${name}: ")[0-9a-f]{40}(",)`), `$1${sha}$2`);

@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { getRateLimit, type HttpRateLimitOptions, type RateLimitHandle, type RateLimitInfo, withRateLimit } from "@floodgate/core";
-import { rateLimit as expressRateLimit, type RateLimitedRequest } from "@floodgate/express";
+import { rateLimit as expressRateLimit, type RateLimitedRequest, rateLimitErrors } from "@floodgate/express";
 import { rateLimit as honoRateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import { serve } from "@hono/node-server";
@@ -29,6 +29,8 @@ export interface Plan {
   each: boolean;
   /** Throw instead of answering. */
   fail: boolean;
+  /** The streamed body fails after this many chunks. */
+  broken: number | undefined;
 }
 
 /** The pause between streamed chunks: long beside the time a client takes to abort after one. */
@@ -44,6 +46,7 @@ export function planOf(url: string): Plan {
     chunks: num("chunks") ?? 0,
     each: q.get("each") === "1",
     fail: q.get("fail") === "1",
+    broken: num("broken"),
   };
 }
 
@@ -55,6 +58,7 @@ async function* chunks(plan: Plan, info: RateLimitInfo | undefined): AsyncGenera
     if (i > 1) await sleep(CHUNK_GAP_MS);
     if (plan.each) info?.report(i);
     yield `chunk ${i}\n`;
+    if (i === plan.broken) throw new Error("the body failed");
   }
 }
 
@@ -96,7 +100,8 @@ async function expressRoute(req: ExpressRequest, res: ExpressResponse, next: Nex
       return;
     }
     for await (const chunk of chunks(plan, info)) {
-      if (res.destroyed) return;
+      // The client has gone: the handler stops, and says so by destroying the response.
+      if (res.destroyed) return void res.destroy();
       res.write(chunk);
     }
     res.end();
@@ -220,6 +225,8 @@ export const SETTLE_TARGETS: readonly SettleTarget[] = [
       const app = express4();
       const limit = expressRateLimit(options);
       app.use("/api/", limit, expressRoute as never);
+      // Express 4's router records no error on the request: the tap tells Floodgate.
+      app.use(rateLimitErrors() as never);
       app.use(
         ((_error: unknown, _req: ExpressRequest, res: ExpressResponse, _next: NextFunction) => {
           res.status(500).send("failed");

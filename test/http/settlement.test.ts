@@ -177,6 +177,26 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "a handler that throws settles its report, else the estimate, never what actual reads off the error page",
+    policy: hour(100),
+    options: { cost: { estimate: 10, actual: () => 1 } },
+    async run(app, env) {
+      expect((await app.send("/api/x?fail=1&report=4")).status).toBe(500);
+      expect(await env.used()).toEqual({ units: 4 });
+      expect((await app.send("/api/x?fail=1")).status).toBe(500);
+      expect(await env.used()).toEqual({ units: 14 });
+    },
+  },
+  {
+    name: "a body that fails on the way settles the report, not actual",
+    policy: hour(100),
+    options: { cost: { estimate: 10, actual: () => 1 } },
+    async run(app, env) {
+      await app.send("/api/x?chunks=3&each=1&broken=2").catch(() => undefined);
+      expect(await env.used()).toEqual({ units: 2 });
+    },
+  },
+  {
     name: "a denial reserves nothing, and the reservation held meanwhile settles as reported",
     policy: hour(20),
     options: { cost: { estimate: 15 } },

@@ -10,7 +10,7 @@ import {
   withRateLimit,
 } from "@floodgate/core";
 import { formatIp, groupIp, inRange, normalizeIp, parseForwarded, parseIp, parseRange, targetPath } from "@floodgate/core/http";
-import { compareSpecificity, compilePattern, matchesPattern, normalizePath } from "../../packages/core/src/http/rules.ts";
+import { compareSpecificity, compilePattern, matchesPattern, normalizePath } from "../../packages/core/src/http/routes.ts";
 import { policyFingerprint, ruleSlug } from "../../packages/core/src/http/namespace.ts";
 import { rateLimit as honoRateLimit } from "@floodgate/hono";
 import { describe, expect, it } from "vitest";

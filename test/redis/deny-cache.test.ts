@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRateLimiter, fixedWindow, redisStore, tokenBucket } from "../../packages/core/src/index.ts";
-import { DenyCache } from "../../packages/core/src/stores/redis/deny-cache.ts";
+import { DenyCache } from "../../packages/core/src/stores/deny-cache/denials.ts";
 import { sourceOf } from "../../packages/core/src/stores/store.ts";
 import { clearOfHourBoundary, uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness } from "./harness.ts";

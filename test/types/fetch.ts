@@ -26,3 +26,15 @@ ipKey(new Request("http://localhost/"));
 
 // @ts-expect-error getRateLimit takes the Request
 getRateLimit("/");
+
+// The Workers line of docs/serverless.md, against a handler written as the README writes it (the
+// request only): the Worker's env and ctx pass on to the wrapper, which hands ctx to waitUntil.
+const readmeHandler = withRateLimit((request: Request) => new Response("hello"), { policy });
+const workerModule = {
+  fetch: (request: Request, env: { REGION: string }, ctx: { waitUntil(promise: Promise<unknown>): void }) =>
+    readmeHandler(request, env, ctx),
+};
+void workerModule;
+// A handler that declares env still requires it, typed.
+// @ts-expect-error env must be { REGION: string }
+void worker(new Request("http://localhost/"), { REGION: 1 });

@@ -79,7 +79,7 @@ export function foreignValue(option: string, value: unknown): string | undefined
 }
 
 /** The two look-ups, as `parseOptions` takes them. */
-export const FOREIGN_OPTIONS: ForeignOptions = { option: foreignOption, value: foreignValue };
+export const FOREIGN_OPTIONS: ForeignOptions = { option: foreignOption, value: foreignValue, names: /* @__PURE__ */ Object.keys(FOREIGN) };
 
 /** How `parseOptions` asks about an unknown option, or an invalid value, in another library's terms. */
 export interface ForeignOptions {
@@ -87,4 +87,6 @@ export interface ForeignOptions {
   option(name: string): string | undefined;
   /** The hint for an invalid value of a known option, or `undefined`. */
   value(name: string, value: unknown): string | undefined;
+  /** Every option of another library known here, for "did you mean" to suggest from. */
+  readonly names?: readonly string[];
 }

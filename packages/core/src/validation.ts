@@ -65,10 +65,17 @@ export function parseOptions<T>(input: unknown, where: string, specs: OptionSpec
       if (hint !== undefined) {
         throw new FloodgateError("INVALID_OPTION", `${where}: unknown option \`${key}\` ${hint}.`);
       }
-      const guess = closest(key, names);
+      const guess = closest(key, [...names, ...(foreign?.names ?? [])]);
+      const theirs = guess === undefined || Object.hasOwn(specs, guess) ? undefined : foreign?.option(guess);
       throw new FloodgateError(
         "INVALID_OPTION",
-        `${where}: unknown option \`${key}\`${guess ? ` (did you mean \`${guess}\`?)` : ""}; accepted options: ${names.join(", ")}.`,
+        `${where}: unknown option \`${key}\`${
+          guess === undefined
+            ? ""
+            : theirs === undefined
+            ? ` (did you mean \`${guess}\`?)`
+            : ` (did you mean \`${guess}\`? ${theirs.slice(1).replace(");", ":")})`
+        }; accepted options: ${names.join(", ")}.`,
       );
     }
   }
@@ -90,10 +97,42 @@ export function parseOptions<T>(input: unknown, where: string, specs: OptionSpec
   return options as T;
 }
 
-function closest(word: string, candidates: readonly string[]): string | undefined {
+/**
+ * The candidate nearest to `word` by edit distance (case ignored; a swap of two neighbours is one
+ * edit), when it is near enough to be a slip: at most a third of the word's length, and 3.
+ */
+export function closest(word: string, candidates: readonly string[]): string | undefined {
   const lower = word.toLowerCase();
-  return candidates.find((c) => c.toLowerCase() === lower) ??
-    candidates.find((c) => lower.startsWith(c.toLowerCase()) || c.toLowerCase().startsWith(lower));
+  let best: string | undefined;
+  let bestDistance = Math.min(3, Math.floor(lower.length / 3)) + 1;
+  for (const candidate of candidates) {
+    const d = editDistance(lower, candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        row.push(j);
+        continue;
+      }
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, row[j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      row.push(d);
+    }
+    rows.push(row);
+  }
+  return rows[a.length]![b.length]!;
 }
 
 // Checks shared by the option tables.

@@ -6,15 +6,17 @@
 import {
   createHttpRateLimiter,
   type HttpRateLimitOptions,
+  leftBeforeDecision,
+  NodeExchange,
   type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
-  settleOnClose,
+  setHeaders,
   targetPath,
   Warnings,
   withHandle,
 } from "@floodgate/core/http";
-import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
 
 /**
  * A `handler` in Express's own form: it answers the limited request itself (send, render,
@@ -107,38 +109,63 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
     if (trust === true) warnings.emit("trustProxyTrue", 'the app\'s "trust proxy" is true');
     const appTrust = Boolean(trust);
     const peer = appTrust ? req.ip : req.socket.remoteAddress;
-    // The client left while earlier middleware ran, and took its address with it: no one will read
-    // the answer, and counting it under the key every address-less request shares would spend
-    // their quota. Neither the handler runs nor anything is charged.
-    if (peer === undefined && req.socket.destroyed) return;
+    if (leftBeforeDecision(peer, req.socket)) return;
+    // Watching the response's close from now on: a client that leaves while the store decides is seen.
+    const exchange = new NodeExchange(res);
     limiter.decideRequest(req, peer, appTrust).then((result) => {
       if (result === undefined) return next();
+      // The client left meanwhile: what the request holds is back, and the handler does not run.
+      if (!exchange.start(result)) return;
       (req as RateLimitedRequest).rateLimit = result.info;
-      const headers = result.headers;
-      // Answered already (a timeout middleware, say): nothing more to write, and no 429 to send;
-      // what the response's end settles still follows it.
-      if (res.headersSent) {
-        if (!result.allowed) return;
-        settleOnClose(result, res);
-        return next();
-      }
       if (!result.allowed) {
-        const denied = result.response!;
-        res.status(denied.status);
+        // Answered already (a timeout middleware, say): no 429 to send.
+        if (res.headersSent) return;
+        const limited = result.response!;
+        res.status(limited.status);
         const answer = own !== undefined && result.info.source !== "denyList";
-        for (let i = 0; i < denied.headers.length; i += 2) {
-          if (!answer || denied.headers[i] !== "Content-Type") res.setHeader(denied.headers[i]!, denied.headers[i + 1]!);
-        }
-        return answer ? own(req, res, next, result.info) : void res.end(denied.body);
+        setHeaders(limited.headers, (name, value) => answer && name === "Content-Type" ? undefined : res.setHeader(name, value));
+        return answer ? own(req, res, next, result.info) : void res.end(limited.body);
       }
       // One read of `res.setHeader`, not one per header: Express's objects change shape per
-      // request, so their property reads tend to miss V8's inline caches.
+      // request, so their property reads tend to miss V8's inline caches. Answered already: nothing
+      // more to write, and what the response's end settles still follows it.
       const setHeader = res.setHeader;
-      for (let i = 0; i < headers.length; i += 2) setHeader.call(res, headers[i]!, headers[i + 1]!);
-      settleOnClose(result, res);
+      if (!res.headersSent) setHeaders(result.headers, (name, value) => setHeader.call(res, name, value));
+      exchange.followResponse(res, () => threw(req));
       next();
     }).then(undefined, next); // a throw while answering (a header Node refuses) goes to the app's error handler
   }, limiter);
+}
+
+/** Where Express 5's router (2.3 and later) records, on the request, each error passed to `next`. */
+const ROUTER_ERRORS = Symbol.for("router.tracing.publishedErrors");
+/** Requests whose error reached {@link rateLimitErrors}. */
+const FAILED = new WeakSet<object>();
+
+/** Whether an error of this request went to Express's error handling (the handler threw, or called `next(error)`). */
+function threw(req: Request): boolean {
+  const recorded = (req as unknown as Record<symbol, { size?: number } | undefined>)[ROUTER_ERRORS];
+  return FAILED.has(req) || (recorded?.size ?? 0) > 0;
+}
+
+/**
+ * An Express error-handling middleware that tells Floodgate a request's handler failed, so its
+ * cost settled later settles the handler's last report (else the estimate) rather than what
+ * `actual` reads off the error page. Mount it after the routes and before the app's own error
+ * handlers; it passes the error on. Express 5 with its router 2.3 or later records errors on the
+ * request itself and needs none; Express 4 does.
+ *
+ * @example
+ * app.use(rateLimit({ policy, cost: { estimate: 100, actual } }));
+ * app.use(routes);
+ * app.use(rateLimitErrors());
+ * app.use((err, req, res, next) => res.status(500).send("failed"));
+ */
+export function rateLimitErrors(): ErrorRequestHandler {
+  return function floodgateErrors(error: unknown, req: Request, _res: Response, next: NextFunction): void {
+    FAILED.add(req);
+    next(error);
+  };
 }
 
 export type { HandleOptions, RateLimitHandle, RateLimitInfo } from "@floodgate/core/http";

@@ -5,16 +5,20 @@
  */
 import {
   createHttpRateLimiter,
+  HANDLER_THREW,
   handOffPending,
   type HttpRateLimitOptions,
+  leftBeforeDecision,
+  NodeExchange,
   type NodeResponseLike,
   type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
+  setHeaders,
   settleAfterBody,
-  settleOnClose,
   toFetchResponse,
   withHandle,
+  withHeaders,
 } from "@floodgate/core/http";
 import type { Context, Env, MiddlewareHandler } from "hono";
 
@@ -89,47 +93,54 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
   const socketIp = getConnInfo === undefined ? nodeSocketIp : (c: Context) => getConnInfo(c).remote.address;
   return withHandle<MiddlewareHandler<E & RateLimitEnv>>(async function floodgateRateLimit(c, next) {
     const peer = socketIp(c);
-    // On Node, the client left while earlier middleware ran, and took its address with it: no one
-    // will read the answer, and counting it under the key every address-less request shares would
-    // spend their quota. Neither the handler runs nor anything is charged; 499 (client closed
-    // request) is only what the runtime records, nothing is sent.
-    if (peer === undefined && (c.env as NodeBindings)?.incoming?.socket?.destroyed === true) return new Response(null, { status: 499 });
+    const node = c.env as NodeBindings;
+    // 499 (client closed request) is only what the runtime records: nothing is sent.
+    if (leftBeforeDecision(peer, node?.incoming?.socket)) return new Response(null, { status: 499 });
+    const outgoing = node?.outgoing;
+    const onNode = typeof outgoing?.setHeader === "function";
+    // On Node, the response's close is watched from now on: a client that leaves while the store decides is seen.
+    const exchange = onNode ? new NodeExchange(outgoing as unknown as NodeResponseLike) : undefined;
     const result = await limiter.decideRequest(c, peer);
     if (result === undefined) return next();
+    // The client left meanwhile: what the request holds is back, and the handler does not run.
+    if (exchange !== undefined && !exchange.start(result)) return new Response(null, { status: 499 });
     c.set("rateLimit", result.info);
     // What is left after the response, to the platform's waitUntil: Workers' (Hono's getter throws
     // without one), Netlify's (`hono/netlify` passes its context as `c.env.context`), or Vercel's.
     handOffPending(result, () => [workersContext(c), (c.env as { context?: unknown } | undefined)?.context]);
     if (!result.allowed) return toFetchResponse(result);
     const headers = result.headers;
-    const outgoing = (c.env as NodeBindings)?.outgoing;
-    const onNode = typeof outgoing?.setHeader === "function";
     // On @hono/node-server, Node's own header store, which it merges into whatever Response the
     // handler returns (raw ones too) without a Headers object per request; elsewhere, prepared
     // before the handler, so c.text()/c.json() build the response with them at once.
-    for (let i = 0; i < headers.length; i += 2) {
-      onNode ? outgoing!.setHeader(headers[i]!, headers[i + 1]!) : c.header(headers[i]!, headers[i + 1]!);
+    setHeaders(headers, onNode ? (name, value) => outgoing!.setHeader(name, value) : (name, value) => c.header(name, value));
+    // On Node, settled at the later of the handler's end and the response's close (0: the client
+    // left before it was sent); elsewhere when its body has been sent (0: cancelled or failed on
+    // the way, or the client has gone).
+    if (exchange !== undefined) {
+      // The handler threw and the app's error handler answered (c.error): not a completed response.
+      await exchange.around(next, () => ({ threw: c.error !== undefined }));
+      // A body that fails on the way: @hono/node-server may still end the response as if complete.
+      if (result.holds && c.error === undefined && c.res.body !== null) {
+        c.res = settleAfterBody({ settle: (status) => status === 0 && exchange.bodyFailed() }, c.res, undefined);
+      }
+      return;
     }
-    // On Node, settled when the response closes (0: the client left before it was sent); elsewhere
-    // when its body has been sent (0: cancelled or failed on the way, or the client has gone).
-    if (onNode) settleOnClose(result, outgoing as unknown as NodeResponseLike);
-    try {
-      await next();
-    } catch (error) {
-      result.settle(500); // an error that escapes the app: the runtime answers 500
+    // An error that escapes the app: the runtime answers 500.
+    await next().catch((error: unknown) => {
+      result.settle(HANDLER_THREW);
       throw error;
-    }
+    });
+    // The handler threw and the app's error handler answered: not a completed response.
+    if (c.error !== undefined) result.settle(HANDLER_THREW);
     let res = c.res;
-    if (result.settles && !onNode) {
+    if (result.settles) {
       if (c.req.method === "HEAD") result.settle(c.req.raw.signal?.aborted ? 0 : res.status, res);
       else res = settleAfterBody(result, res, c.req.raw.signal);
     }
-    // A handler that returned its own Response skipped the prepared headers: add them to a copy
+    // A handler that returned its own Response skipped the prepared headers: added to a copy
     // (its own headers may be immutable, as a proxied fetch response's are).
-    if (!onNode && headers.length > 0 && !res.headers.has(headers[0]!)) {
-      res = new Response(res.body, res);
-      for (let i = 0; i < headers.length; i += 2) res.headers.set(headers[i]!, headers[i + 1]!);
-    }
+    if (headers.length > 0 && !res.headers.has(headers[0]!)) res = withHeaders(res, headers);
     if (res !== c.res) c.res = res;
   }, limiter);
 }

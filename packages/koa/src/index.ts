@@ -6,11 +6,13 @@
 import {
   createHttpRateLimiter,
   type HttpRateLimitOptions,
+  leftBeforeDecision,
+  NodeExchange,
   rateLimitError,
   type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
-  settleOnClose,
+  setHeaders,
   targetPath,
   Warnings,
   withHandle,
@@ -94,35 +96,36 @@ export function rateLimit<State = DefaultState, Custom = DefaultContext>(
       // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
       if (appTrust && !(ctx.app.maxIpsCount > 0)) warnings.emit("trustProxyTrue", "app.proxy is true with no app.maxIpsCount");
       const peer = appTrust ? ctx.ip : ctx.req.socket.remoteAddress;
-      // The client left while earlier middleware ran, and took its address with it: no one will read
-      // the answer, and counting it under the key every address-less request shares would spend
-      // their quota. Neither the downstream middleware runs nor anything is charged.
-      if (!peer && ctx.req.socket.destroyed) return;
+      if (leftBeforeDecision(peer, ctx.req.socket)) return;
+      // Watching the response's close from now on: a client that leaves while the store decides is seen.
+      const exchange = new NodeExchange(ctx.res);
       const result = await limiter.decideRequest(ctx as unknown as Context, peer, appTrust);
       if (result === undefined) return next();
+      // The client left meanwhile: what the request holds is back, and the downstream middleware does not run.
+      if (!exchange.start(result)) return;
       ctx.state.rateLimit = result.info;
       if (!result.allowed) {
-        const denied = result.response!;
+        const limited = result.response!;
         if (throwing) {
           const error = rateLimitError(result, options.message);
           for (const name in error.headers) ctx.set(name, error.headers[name]!);
           // Koa's default error handler clears the response's headers, then sets `err.headers`.
           ctx.throw(error.status, error.message, { headers: error.headers, rateLimit: error.rateLimit });
         }
-        ctx.status = denied.status;
-        for (let i = 0; i < denied.headers.length; i += 2) ctx.set(denied.headers[i]!, denied.headers[i + 1]!);
+        ctx.status = limited.status;
+        setHeaders(limited.headers, (name, value) => ctx.set(name, value));
         // A null body would make Koa answer 204: an empty one keeps the status, without a type of its own.
         const typed = ctx.res.hasHeader("Content-Type");
-        ctx.body = denied.body ?? "";
+        ctx.body = limited.body ?? "";
         if (!typed) ctx.remove("Content-Type");
         return;
       }
-      const headers = result.headers;
       // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
       const res = ctx.res;
-      for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
-      settleOnClose(result, res);
-      await next();
+      setHeaders(result.headers, (name, value) => res.setHeader(name, value));
+      // Settled at the later of the downstream middleware's end and the response's close: a
+      // concurrency unit is held while the handler runs, even after its client has gone.
+      await exchange.around(next, () => ({ body: ctx.body }));
     },
     limiter,
   );

@@ -189,7 +189,9 @@ export function slidingLog(options: WindowPolicyOptions): Policy {
 
 /**
  * Sliding log in Lua. Redis state: a list of µs timestamps, oldest first. Parameter: window ms.
- * Carried from eval to commit: a = at, b = count.
+ * Carried from eval to commit: a = at, b = count. The entries that left the window are found by
+ * galloping then bisecting from the oldest (the newest is still in the window) and dropped with
+ * one LTRIM: a call's work grows with the log of how many expire at once, not with their number.
  */
 export const SLIDING_LOG_LUA: LuaAlgorithm = {
   code: "l",
@@ -209,12 +211,17 @@ if last then
   if last <= cutoff then
     redis.call("DEL", k)
   else
-    local first = tonumber(redis.call("LINDEX", k, "0"))
-    while first <= cutoff do
-      redis.call("LPOP", k)
-      first = tonumber(redis.call("LINDEX", k, "0"))
-    end
     count = redis.call("LLEN", k)
+    if tonumber(redis.call("LINDEX", k, "0")) <= cutoff then
+      local lo, hi = 0, 1
+      while tonumber(redis.call("LINDEX", k, fmt("%d", hi))) <= cutoff do lo, hi = hi, math.min(hi * 2, count - 1) end
+      while hi - lo > 1 do
+        local mid = floor((lo + hi) / 2)
+        if tonumber(redis.call("LINDEX", k, fmt("%d", mid))) <= cutoff then lo = mid else hi = mid end
+      end
+      redis.call("LTRIM", k, fmt("%d", hi), "-1")
+      count = count - hi
+    end
   end
 end
 ok = count + cost <= L

@@ -2,13 +2,18 @@ import { describeValue, FloodgateError } from "../errors.ts";
 import type { HttpRateLimitOptions, RequestAccess } from "./options.ts";
 import { createHttpRateLimiter, type RateLimitHandle, withHandle } from "./rate-limit.ts";
 import type { RateLimitInfo, RateLimitResult } from "./result.ts";
+import { HANDLER_THREW, setHeaders } from "./node-response.ts";
 import { handOffPending } from "./wait-until.ts";
 
 /** A fetch-style handler: Deno.serve, Bun.serve, Cloudflare Workers, Vercel/Next route handlers. */
 export type FetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Response | Promise<Response>;
 
-/** What {@link withRateLimit} returns: the handler's signature, always answering with a promise. */
-export type RateLimitedFetchHandler<Rest extends unknown[]> = (request: Request, ...rest: Rest) => Promise<Response>;
+/**
+ * What {@link withRateLimit} returns: the handler's signature, always answering with a promise.
+ * It takes whatever else the runtime passes too (a Worker's `env` and `ctx`), which it passes on
+ * and hands to the platform's `waitUntil`, whether or not the handler declares them.
+ */
+export type RateLimitedFetchHandler<Rest extends unknown[]> = (request: Request, ...rest: [...Rest, ...unknown[]]) => Promise<Response>;
 
 /** The decision of each request `withRateLimit` passed on, for {@link getRateLimit}. */
 const DECISIONS = new WeakMap<Request, RateLimitInfo>();
@@ -68,7 +73,7 @@ function runtimeClientIp(request: Request, ...rest: unknown[]): string | undefin
  * an inner limiter's, wins, as it does on Node's responses (the middlewares write theirs before
  * the handler runs).
  */
-function withHeaders(response: Response, headers: readonly string[]): Response {
+export function withHeaders(response: Response, headers: readonly string[]): Response {
   let target = response;
   for (let i = 0; i < headers.length; i += 2) {
     if (target.headers.has(headers[i]!)) continue;
@@ -89,7 +94,11 @@ function withHeaders(response: Response, headers: readonly string[]): Response {
  * failed on the way (0: the client disconnected early), as Node's `close` before `finish` does.
  * Returns the response to send: `response`, or a copy whose body is watched.
  */
-export function settleAfterBody(result: RateLimitResult, response: Response, signal: AbortSignal | undefined): Response {
+export function settleAfterBody(
+  result: Pick<RateLimitResult, "settle">,
+  response: Response,
+  signal: AbortSignal | undefined,
+): Response {
   const body = response.body;
   if (signal?.aborted || body === null) {
     result.settle(signal?.aborted ? 0 : response.status, response);
@@ -123,11 +132,11 @@ export function settleAfterBody(result: RateLimitResult, response: Response, sig
 
 /** The limited response as a fetch `Response`. */
 export function toFetchResponse(result: RateLimitResult): Response {
-  const denied = result.response!;
+  const limited = result.response!;
   const headers = new Headers();
   // `set`: a custom handler's header replaces Floodgate's own of that name, as on Node's responses.
-  for (let i = 0; i < denied.headers.length; i += 2) headers.set(denied.headers[i]!, denied.headers[i + 1]!);
-  return new Response(denied.body, { status: denied.status, headers });
+  setHeaders(limited.headers, (name, value) => headers.set(name, value));
+  return new Response(limited.body, { status: limited.status, headers });
 }
 
 /**
@@ -159,7 +168,8 @@ export function withRateLimit<Rest extends unknown[]>(
   }
   const limiter = createHttpRateLimiter(options as HttpRateLimitOptions<Request>, FETCH_ACCESS, "getClientIp");
   const getClientIp = options.getClientIp ?? runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined;
-  return withHandle(async function rateLimitedFetch(request: Request, ...args: Rest): Promise<Response> {
+  return withHandle(async function rateLimitedFetch(request: Request, ...passed: [...Rest, ...unknown[]]): Promise<Response> {
+    const args = passed as unknown as Rest;
     const result = await limiter.decideRequest(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);
     // What is left after the response, to the platform's waitUntil: Workers' ctx (the third
@@ -171,7 +181,7 @@ export function withRateLimit<Rest extends unknown[]>(
     try {
       response = await handler(request, ...args);
     } catch (error) {
-      result.settle(500);
+      result.settle(HANDLER_THREW);
       throw error;
     }
     // A client that went away before the response was sent counts as failed (status 0), as on Node's `close`.

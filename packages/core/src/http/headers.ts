@@ -1,5 +1,6 @@
 import type { Decision } from "../limiter/index.ts";
 import type { Policy } from "../policy.ts";
+import { holdsInFlight } from "./in-flight.ts";
 
 // Every header and parameter name Floodgate writes, in one place: the IETF draft is still moving
 // (an open proposal may rename `r`/`t` again). Plain constants, so a bundle holds each name once.
@@ -66,6 +67,30 @@ export const DEFAULT_HEADER_FORMATS: readonly HeaderFormat[] = ["legacy", "draft
 /** Writes the rate-limit headers of one decision as flat `[name, value, name, value, ...]` pairs. */
 export type HeaderWriter = (decision: Decision, nowMs: number, out: string[]) => void;
 
+/** The figures the single-policy headers (legacy, draft-6, draft-7) and `info.remaining` report. */
+export type ReportedFigures = Pick<Decision, "limit" | "remaining" | "resetAt" | "policy">;
+
+/**
+ * Which policy a decision's single-policy headers and `remaining` describe: the decision's binding
+ * policy, except that an admitted request beside a policy of requests in flight reports the rate
+ * policy with the least left, the quota a client can plan with (a unit in flight comes back when
+ * the response ends; draft-11 reports it in an item of its own). A refused request reports the
+ * policy that refused it.
+ */
+export function reportedFigures(policies: readonly Policy[]): (decision: Decision) => ReportedFigures {
+  const rate = policies.flatMap((p, i) => (holdsInFlight(p) ? [] : [i]));
+  if (rate.length === policies.length || rate.length === 0) return (d) => d;
+  return (d) => {
+    if (!d.allowed) return d;
+    let chosen = d.policies[rate[0]!]!;
+    for (let i = 1; i < rate.length; i++) {
+      const p = d.policies[rate[i]!]!;
+      if (p.remaining < chosen.remaining) chosen = p;
+    }
+    return chosen;
+  };
+}
+
 const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0 : Math.ceil((atMs - nowMs) / 1000));
 
 /**
@@ -100,10 +125,11 @@ export function createHeaderWriter(
   if (formats.length === 0) return undefined;
   const windowSeconds = (p: Policy): number => Math.max(1, Math.ceil(p.windowMs / 1000));
   const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${WINDOW}=${windowSeconds(p)}`]));
-  const shortOf = (d: Decision): string => shortPolicy.get(d.policy) ?? "";
-  // A concurrency limit counts requests in flight: its quota unit, and no window (its timeout is not one).
+  const shortOf = (d: ReportedFigures): string => shortPolicy.get(d.policy) ?? "";
+  const figures = reportedFigures(policies);
+  // A limit of requests in flight: its quota unit, and no window (its timeout is not one).
   const ietfPolicy = policies.map((p) =>
-    p.kind === "concurrency"
+    holdsInFlight(p)
       ? `"${p.name}";${QUOTA}=${p.limit};${QUOTA_UNIT}="concurrent-requests"`
       : `"${p.name}";${QUOTA}=${p.limit};${WINDOW}=${windowSeconds(p)}`
   ).join(", ");
@@ -114,15 +140,18 @@ export function createHeaderWriter(
     if (format === "legacy") {
       writers.push(
         legacyReset === "epoch"
-          ? (d, _now, out) => {
+          ? (decision, _now, out) => {
+            const d = figures(decision);
             out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${Math.ceil(d.resetAt / 1000)}`);
           }
-          : (d, now, out) => {
+          : (decision, now, out) => {
+            const d = figures(decision);
             out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${secondsUntil(d.resetAt, now)}`);
           },
       );
     } else if (format === "draft-6") {
-      writers.push((d, now, out) => {
+      writers.push((decision, now, out) => {
+        const d = figures(decision);
         out.push(
           DRAFT_LIMIT,
           `${d.limit}`,
@@ -135,7 +164,8 @@ export function createHeaderWriter(
         );
       });
     } else if (format === "draft-7") {
-      writers.push((d, now, out) => {
+      writers.push((decision, now, out) => {
+        const d = figures(decision);
         out.push(
           RATE_LIMIT,
           `limit=${d.limit}, remaining=${d.remaining}, reset=${secondsUntil(d.resetAt, now)}`,

@@ -1,4 +1,4 @@
-import { errorText } from "./store-guard.ts";
+import { errorText } from "../stores/resilient-store.ts";
 import type { Warnings } from "./warnings.ts";
 
 /** Calls a user hook (`onDecision`, `onStoreError`...) by name; returns what it returned, `undefined` if it threw. */

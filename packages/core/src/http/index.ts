@@ -23,12 +23,21 @@ export type {
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
 export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
-export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-guard.ts";
-export { getRateLimit, settleAfterBody, toFetchResponse } from "./fetch.ts";
+export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-errors.ts";
+export { getRateLimit, settleAfterBody, toFetchResponse, withHeaders } from "./fetch.ts";
 export { ipKey, type IpKeyOptions } from "./ip-key.ts";
 export { handOffPending } from "./wait-until.ts";
-export { type NodeResponseLike, settleOnClose } from "./node-response.ts";
-export { targetPath } from "./rules.ts";
+export {
+  HANDLER_THREW,
+  leftBeforeDecision,
+  type NodeEndable,
+  NodeExchange,
+  type NodeResponseLike,
+  type NodeSocketLike,
+  setHeaders,
+  settleOnClose,
+} from "./node-response.ts";
+export { targetPath } from "./routes.ts";
 export { DEFAULT_HEADER_FORMATS, HEADER_NAMES, type HeaderFormat } from "./headers.ts";
 export {
   parseForwarded,

@@ -1,4 +1,11 @@
-/** The part of Node's `ServerResponse` that refunds need; duck-typed so core imports no `node:*`. */
+import type { RateLimitResult } from "./result.ts";
+
+// How an adapter on Node's HTTP server follows one request from before its decision to its end:
+// the close of the response is watched from the start (a client that leaves while the store
+// decides is seen), and what the request holds is given back at the later of the handler's end
+// and the response's close.
+
+/** The part of Node's `ServerResponse` that settlements need; duck-typed so core imports no `node:*`. */
 export interface NodeResponseLike {
   /** The status sent (or about to be). */
   readonly statusCode: number;
@@ -8,10 +15,182 @@ export interface NodeResponseLike {
   once(event: "close", listener: () => void): unknown;
 }
 
+/** The methods of Node's `ServerResponse` that end it, for {@link NodeExchange.followResponse}. */
+export interface NodeEndable {
+  /** `true` once `end()` has been called. */
+  readonly writableEnded: boolean;
+  /** Calls `listener` once on `unpipe` (a piped stream stopped) or `close`. */
+  once(event: "unpipe" | "close", listener: () => void): unknown;
+  /** Ends the response. */
+  // deno-lint-ignore no-explicit-any
+  end: (...args: any[]) => any;
+  /** Destroys the response. */
+  // deno-lint-ignore no-explicit-any
+  destroy: (...args: any[]) => any;
+}
+
+/** The part of Node's socket the disconnect guard reads. */
+export interface NodeSocketLike {
+  /** `true` once the connection is closed. */
+  readonly destroyed?: boolean;
+}
+
 /**
- * Reports a Node response's outcome to `result.settle` when it closes (after the last byte of a
- * streamed body too): its status when it was sent completely, 0 when the client disconnected
- * first (a failed request), with the response itself for a cost's `actual` to read.
+ * The disconnect guard every Node adapter runs before deciding: the client left while earlier
+ * middleware ran and took its address with it. No one will read the answer, and counting it
+ * under the key every address-less request shares would spend their quota: nothing is charged
+ * and the handler does not run.
+ */
+export function leftBeforeDecision(peerIp: string | undefined, socket: NodeSocketLike | undefined): boolean {
+  return (peerIp === undefined || peerIp === "") && socket?.destroyed === true;
+}
+
+/** Sets every `[name, value, ...]` pair with `set`: the one header loop of every adapter. */
+export function setHeaders(pairs: readonly string[], set: (name: string, value: string) => unknown): void {
+  for (let i = 0; i < pairs.length; i += 2) set(pairs[i]!, pairs[i + 1]!);
+}
+
+/**
+ * One request on Node, from before its decision to its end. Made before the decision, it
+ * registers the response's `close` listener at once, so a client that disconnects while the store
+ * decides is seen. Then:
+ * - {@link start} hands it the decision; `false` means the client is gone already: what the
+ *   request holds is given back at once (status 0, nothing used) and the handler must not run;
+ * - {@link handlerEnded} marks the handler's end (`threw`: it threw, or its error went to the
+ *   framework's error handling);
+ * - the request is settled at the later of the handler's end and the response's close: a
+ *   concurrency unit is held while the handler still runs after its client has gone. A request
+ *   that settles nothing (no reservation) is settled at the close, as before.
+ */
+export class NodeExchange {
+  #closed = false;
+  /** The status the close reported: the response's, or 0 when it was not completely sent. */
+  #status = 0;
+  #handlerDone = false;
+  #threw = false;
+  #bodyFailed = false;
+  #result: RateLimitResult | undefined;
+
+  /** The response whose close is watched. */
+  readonly res: NodeResponseLike;
+
+  /** Registers `res`'s close listener at once: make it before the decision. */
+  constructor(res: NodeResponseLike) {
+    this.res = res;
+    res.once("close", () => {
+      this.#closed = true;
+      this.#status = res.writableFinished === false ? 0 : res.statusCode;
+      // The last report before the response ended is what counts, even while the handler still runs.
+      this.#result?.endReports();
+      this.#settle();
+    });
+  }
+
+  /** Whether the response closed before it was completely sent (the client is gone). */
+  get gone(): boolean {
+    return this.#closed && this.#status === 0;
+  }
+
+  /**
+   * Hands over the decision. Returns `false` when the client left while it was being made: the
+   * request is settled at once as not run (see `RateLimitResult.abandon`), and the adapter must
+   * neither run the handler nor answer.
+   */
+  start(result: RateLimitResult): boolean {
+    if (this.gone) {
+      result.abandon();
+      return false;
+    }
+    this.#result = result;
+    // Only a reservation waits for the handler: a refund by status is known at the close.
+    if (!result.holds) this.#handlerDone = true;
+    this.#settle();
+    return true;
+  }
+
+  /** The handler has ended; `threw`: by an error (the last report, else the estimate, is settled). */
+  handlerEnded(threw = false): void {
+    if (threw) this.#threw = true;
+    this.#handlerDone = true;
+    this.#settle();
+  }
+
+  /** The response's body failed on the way: settled as a response not completely sent. */
+  bodyFailed(): void {
+    this.#bodyFailed = true;
+  }
+
+  /**
+   * Runs `downstream` (the rest of the middleware chain: the handler) and marks its end: `threw`
+   * when it rejects (rethrown), else as `outcome` says (an error the framework caught and
+   * answered; a Node stream body, whose failure on the way is watched).
+   */
+  async around(downstream: () => Promise<unknown>, outcome?: () => { threw?: boolean; body?: unknown }): Promise<void> {
+    try {
+      await downstream();
+    } catch (error) {
+      this.handlerEnded(true);
+      throw error;
+    }
+    const after = outcome?.();
+    const body = after?.body as { once?: (event: "error", listener: () => void) => unknown; pipe?: unknown } | null | undefined;
+    if (this.#result?.holds && typeof body?.pipe === "function" && typeof body.once === "function") {
+      body.once("error", () => this.bodyFailed());
+    }
+    this.handlerEnded(after?.threw === true);
+  }
+
+  /**
+   * For a framework that runs no code of the middleware after the handler (Express): the
+   * handler's end is when it ends the response (`res.end()`, and so `send`, `json`, an error
+   * handler's answer), destroys it (`stream.pipeline` does when the client has gone), or a stream
+   * piped into it stops. A handler that notices its client has gone and returns without any of
+   * these holds its unit until the policy's `timeout`. `threw` tells whether its error went to the
+   * framework's error handling.
+   */
+  followResponse(res: NodeEndable, threw: () => boolean): void {
+    if (this.#result?.holds !== true) return;
+    if (res.writableEnded) return this.handlerEnded(threw());
+    const { end, destroy } = res;
+    let done = false;
+    const ended = (): void => {
+      if (done) return;
+      done = true;
+      res.end = end;
+      res.destroy = destroy;
+      this.handlerEnded(threw());
+    };
+    // `source.pipe(res)` stops when the client has gone, ending nothing: its work is over then.
+    res.once("unpipe", ended);
+    // An error passed on after the headers were sent: the framework destroys the socket, not the response.
+    res.once("close", () => threw() && ended());
+    res.end = function (this: unknown, ...args: unknown[]) {
+      ended();
+      return end.apply(this, args);
+    };
+    res.destroy = function (this: unknown, ...args: unknown[]) {
+      ended();
+      return destroy.apply(this, args);
+    };
+  }
+
+  #settle(): void {
+    const result = this.#result;
+    if (result === undefined || !this.#closed || !this.#handlerDone) return;
+    this.#result = undefined;
+    if (this.#threw) result.settle(this.#status === 0 ? 0 : HANDLER_THREW);
+    else if (this.#bodyFailed) result.settle(0);
+    else result.settle(this.#status, this.#status === 0 ? undefined : this.res);
+  }
+}
+
+/** The status a request whose handler threw is settled with (what a runtime answers), without a response for `actual`. */
+export const HANDLER_THREW = 500;
+
+/**
+ * Reports a Node response's outcome to `result.settle` when it closes: its status when it was
+ * sent completely, 0 when the client disconnected first. Kept for adapters written against it;
+ * {@link NodeExchange} also sees a close during the decision and waits for the handler's end.
  */
 export function settleOnClose(
   result: { readonly settles: boolean; settle(status: number, response?: unknown): void },

@@ -2,7 +2,8 @@ import type { FloodgateError } from "../errors.ts";
 import { FOREIGN_OPTIONS } from "../foreign-options.ts";
 import type { RateLimiter } from "../limiter/index.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
-import type { RateLimitStore } from "../stores/store.ts";
+import type { MaybePromise, RateLimitStore } from "../stores/store.ts";
+import type { RateLimitRequest } from "./request.ts";
 import {
   arrayOf,
   choice,
@@ -28,44 +29,14 @@ import {
 import { type ProxyHeader, type TrustProxy, trustProxySpec } from "./client-ip.ts";
 import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
-import type { RateLimitInfo } from "./result.ts";
-import type { CircuitBreakerOptions, StoreErrorAction } from "./store-guard.ts";
+import { checkRuleOptions } from "./rule-options.ts";
+import type { RateLimitInfo } from "./info.ts";
+import type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
+import type { StoreErrorAction } from "./info.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
-export type MaybePromise<T> = T | Promise<T>;
-
-/** The request as Floodgate's callbacks see it, whatever the framework. */
-export interface RateLimitRequest<Raw = unknown> {
-  /** Upper-case method. */
-  readonly method: string;
-  /** The full path (not mount-relative), without the query string or fragment. */
-  readonly path: string;
-  /** The client address after trusted-proxy resolution, canonical; `undefined` when unknown. */
-  readonly ip: string | undefined;
-  /** A request header by lower-case name; repeated headers joined with `", "`. */
-  header(name: string): string | undefined;
-  /** The framework's own request object (Hono `Context`, Express `req`, Koa `ctx`, fetch `Request`). */
-  readonly raw: Raw;
-}
-
-/** How an adapter reads its framework's request: given once, at construction. */
-export interface RequestAccess<Raw> {
-  /** The request's method, as the framework gives it (`"GET"`, `"POST"`...). */
-  method(raw: Raw): string;
-  /**
-   * The full path (not mount-relative) as the framework routes it, without the query string or
-   * fragment. From a raw request-target (Node's `req.url`), use {@link targetPath}.
-   */
-  path(raw: Raw): string;
-  /** The value of the header `name` (asked for in lower case), or `undefined` when it is absent. */
-  header(raw: Raw, name: string): string | undefined;
-  /**
-   * Whether the framework routes this request's path case-sensitively (`true`), case-insensitively
-   * (`false`), or unknown (`undefined`, also when absent). Rules follow it when `caseSensitive` is
-   * not set; `caseSensitive: true` over case-insensitive routing is rejected.
-   */
-  caseSensitiveRouting?(raw: Raw): boolean | undefined;
-}
+export type { MaybePromise } from "../stores/store.ts";
+export type { RateLimitRequest, RequestAccess } from "./request.ts";
 
 /** Derives a rate-limit key from a request; `undefined` or `""` falls back to the client IP. */
 export type KeyFunction<Raw> = (req: RateLimitRequest<Raw>) => MaybePromise<string | undefined>;
@@ -342,6 +313,7 @@ export function parseHttpOptions<Raw>(
     for (const name in own) withOwn[name] = own[name] === "function" ? FUNCTION : [isBoolean, "a boolean"];
     all = withOwn;
   }
+  checkRuleOptions((options as { rules?: unknown } | undefined)?.rules, WHERE);
   const o = parseOptions<HttpRateLimitOptions<Raw>>(options, WHERE, all, FOREIGN_OPTIONS);
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalidHttpOption(

@@ -2,20 +2,13 @@ import type { Decision } from "../limiter/index.ts";
 import type { Policy } from "../policy.ts";
 import { retryAfterSeconds } from "./headers.ts";
 import type { HttpRateLimitOptions, MaybePromise, RateLimitRequest } from "./options.ts";
-import type { RateLimitInfo, RateLimitResult } from "./result.ts";
+import type { PreparedResponse, RateLimitInfo } from "./info.ts";
+import type { RateLimitResult } from "./result.ts";
 
 // The response to a limited request: the default JSON or problem+json (RFC 9457) body, or the
 // user's `handler`, with the rate-limit headers and Retry-After.
 
-/** A limited request's response, prepared for an adapter to send as it is. */
-export interface PreparedResponse {
-  /** The status to send (429 unless `statusCode` or the handler says otherwise). */
-  readonly status: number;
-  /** Flat `[name, value, ...]` pairs, rate-limit headers and Content-Type included. */
-  readonly headers: readonly string[];
-  /** The body, ready to send as it is; `null` for none. */
-  readonly body: string | null;
-}
+export type { PreparedResponse } from "./info.ts";
 
 /** Builds the response of a limited request from its info and headers (Retry-After included). */
 export type Responder<Raw> = (
@@ -31,7 +24,7 @@ const TEXT_TYPE = "text/plain; charset=utf-8";
 export const DEFAULT_MESSAGE = "Too many requests. Please retry after the Retry-After period.";
 
 /** The answer to a request the `denyList` refuses: 403, nothing counted, no rate-limit headers. */
-export const DENIED_RESPONSE: PreparedResponse = Object.freeze({
+export const REFUSED_RESPONSE: PreparedResponse = Object.freeze({
   status: 403,
   headers: Object.freeze(["Content-Type", JSON_TYPE]),
   body: '{"error":{"code":"FORBIDDEN","message":"Access denied."}}',

@@ -1,46 +1,14 @@
 import { describeValue, FloodgateError } from "../errors.ts";
 import type { Charge, Decision, PolicyDecision } from "../limiter/index.ts";
-import type { RateLimitRequest, RequestAccess } from "./options.ts";
-import type { PreparedResponse } from "./response.ts";
-import type { DecisionSource, StoreOutcome } from "./store-guard.ts";
+import type { RateLimitRequest, RequestAccess } from "./request.ts";
+import type { RateLimitInfo } from "./info.ts";
+import { RESOLVED } from "../resolved.ts";
+import type { ReportedFigures } from "./headers.ts";
+import type { PreparedResponse } from "./info.ts";
+import type { DecisionSource, StoreOutcome } from "./store-errors.ts";
 
-/**
- * What Floodgate decided for one request, exposed to hooks and as `c.get("rateLimit")` etc.: the
- * limiter's figures (a `limit` of 0 when no limiter decided: the store-error policy did) and where
- * they came from.
- */
-export interface RateLimitInfo extends Omit<Decision, "source"> {
-  /** The key counted (with the rule's own namespace in the store). */
-  readonly key: string;
-  /** The matched rule's pattern, or `"default"`. */
-  readonly rule: string;
-  /** The units this request was charged (or would have been, when denied): the rule's `cost`, default 1. */
-  readonly cost: number;
-  /** Where the decision came from: the store's backend or its deny cache, the local fallback limiter, or the store-error policy. */
-  readonly source: DecisionSource;
-  /** The store failure behind a `fallback`, `allow` or `deny` decision. */
-  readonly storeError: FloodgateError | undefined;
-  /** The limiter's decision (`undefined` for `allow`/`deny` after a store failure). */
-  readonly decision: Decision | undefined;
-  /**
-   * Everything Floodgate still does for this request after the response: the settlement of a
-   * cost settled later, the release of a concurrency unit, a `skipSuccessfulRequests` refund, a
-   * hook's promise. Resolves when all of it is done; never rejects (a failure goes to
-   * `onStoreError` or the logger). Already resolved when there is nothing to wait for. The Hono
-   * middleware and `withRateLimit` hand it to the platform's `waitUntil` themselves.
-   */
-  readonly pending: Promise<void>;
-  /**
-   * Reports the units this request has used so far (a whole number >= 0, replacing an earlier
-   * report), for a rule whose `cost` is `{ estimate, actual? }`: what is settled when the
-   * response ends without an `actual` answer, or is aborted. Ignored for other rules and once
-   * the request is settled.
-   */
-  report(units: number): void;
-}
-
-/** The `pending` of a request with nothing left to do. */
-export const RESOLVED: Promise<void> = /* @__PURE__ */ Promise.resolve();
+export { RESOLVED } from "../resolved.ts";
+export type { RateLimitInfo } from "./info.ts";
 const ignore = (): void => {};
 
 /** {@link RateLimitInfo} of one request: the figures copied from the decision once, for hooks and handlers to read. */
@@ -65,8 +33,10 @@ export class RequestRateLimitInfo implements RateLimitInfo {
   /** Open while a report can still change the settlement. */
   #open = true;
 
-  constructor(outcome: StoreOutcome, key: string, rule: string, cost: number) {
+  /** `figures`: which policy the top-level figures describe (see `reportedFigures`); default the decision's binding one. */
+  constructor(outcome: StoreOutcome, key: string, rule: string, cost: number, figures?: (decision: Decision) => ReportedFigures) {
     const decision = outcome.decision;
+    const shown = decision === undefined || figures === undefined ? decision : figures(decision);
     this.decision = decision;
     this.key = key;
     this.rule = rule;
@@ -74,11 +44,11 @@ export class RequestRateLimitInfo implements RateLimitInfo {
     this.source = outcome.source;
     this.storeError = outcome.storeError;
     this.allowed = decision === undefined ? outcome.source === "allow" : decision.allowed;
-    this.limit = decision?.limit ?? 0;
-    this.remaining = decision?.remaining ?? 0;
-    this.resetAt = decision?.resetAt ?? 0;
+    this.limit = shown?.limit ?? 0;
+    this.remaining = shown?.remaining ?? 0;
+    this.resetAt = shown?.resetAt ?? 0;
     this.retryAfterMs = decision?.retryAfterMs ?? 0;
-    this.policy = decision?.policy ?? "";
+    this.policy = shown?.policy ?? "";
   }
 
   /** The decision's policies, or none when no store answered. */
@@ -147,6 +117,8 @@ export class RateLimitResult {
   declare readonly headers: readonly string[];
   /** The response to send when not allowed. */
   declare readonly response: PreparedResponse | undefined;
+  /** Whether the request holds a reservation (a concurrency unit, or a cost's estimate) until it is settled. */
+  declare readonly holds: boolean;
   #end: RequestEnd | undefined;
   #ended: ((work: Promise<void> | void) => void) | undefined;
 
@@ -161,8 +133,10 @@ export class RateLimitResult {
     response: PreparedResponse | undefined,
     end: RequestEnd | undefined,
     ended?: (work: Promise<void> | void) => void,
+    holds = false,
   ) {
     this.info = info;
+    this.holds = holds;
     this.allowed = info.allowed;
     this.headers = headers;
     this.response = response;
@@ -182,20 +156,44 @@ export class RateLimitResult {
    * a cost settled later, releases a concurrency unit, or refunds by the status, as the rule says.
    */
   settle(status: number, response?: unknown): void {
+    this.#finish(status, response, false);
+  }
+
+  /**
+   * Closes the handler's reports: what it reports after this (its client has gone and the
+   * response is over, though the handler may still run) does not change the settlement.
+   */
+  endReports(): void {
+    if (this.info instanceof RequestRateLimitInfo) this.info.takeReport();
+  }
+
+  /**
+   * Settles a request whose handler never ran because its client was gone by the time it was
+   * decided: as a disconnect (status 0), except that a cost settled later settles 0 units (the
+   * handler used nothing). Gives a concurrency unit back at once.
+   */
+  abandon(): void {
+    this.#finish(0, undefined, true);
+  }
+
+  #finish(status: number, response: unknown, notRun: boolean): void {
     const end = this.#end;
     if (end === undefined) return;
     this.#end = undefined;
     let work: Promise<void> | void = undefined;
     try {
-      work = end(status, response);
+      work = end(status, response, notRun);
     } finally {
       this.#ended?.(work);
     }
   }
 }
 
-/** What is done once a response ends: given its status (0: not completely sent) and the response. */
-export type RequestEnd = (status: number, response: unknown) => Promise<void> | void;
+/**
+ * What is done once a response ends: given its status (0: not completely sent), the response,
+ * and whether the handler never ran.
+ */
+export type RequestEnd = (status: number, response: unknown, notRun?: boolean) => Promise<void> | void;
 
 /** The request as the callbacks see it: the facts read once, headers on demand. */
 export class RequestView<Raw> implements RateLimitRequest<Raw> {

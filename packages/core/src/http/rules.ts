@@ -1,11 +1,11 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import { createRateLimiter, type RateLimiter } from "../limiter/index.ts";
+import { createRateLimiter, type Decision, type RateLimiter } from "../limiter/index.ts";
 import { isPolicies, isPolicy, POLICIES_ACCEPTED, type Policy } from "../policies.ts";
 import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import { claimNamespace, policyFingerprint, policySignature, ruleSlug } from "./namespace.ts";
 import type { Warnings } from "./warnings.ts";
-import { createHeaderWriter, type HeaderFormat, type HeaderWriter } from "./headers.ts";
+import { createHeaderWriter, type HeaderFormat, type HeaderWriter, type ReportedFigures, reportedFigures } from "./headers.ts";
 import {
   type CostFunction,
   type HttpRateLimitOptions,
@@ -18,147 +18,17 @@ import {
   type SettledCost,
   WHERE,
 } from "./options.ts";
-import { GuardedLimiter, type StoreFailurePolicy } from "./store-guard.ts";
+import { FailoverLimiter } from "./failover.ts";
+import { holdsInFlight } from "./in-flight.ts";
+import { compareSpecificity, compilePattern, matchesPattern, normalizeRoutePath, type RoutePattern } from "./routes.ts";
+import type { StoreErrorHandling } from "./store-errors.ts";
 
-// Rules: "METHOD /path" patterns (compiled, ordered by specificity, matched per request) and the
-// limiter, key, cost and header writer each rule compiles to.
+// Rules: the limiter, key, cost and header writer each rule compiles to, and the rule a request
+// matches (patterns in routes.ts).
 
-/** A compiled `"METHOD /path"` pattern. */
-export interface RoutePattern {
-  /** The pattern as written, e.g. `"GET /api/orders/:id"`. */
-  readonly source: string;
-  /** Upper-case method, or `undefined` for any method. */
-  readonly method: string | undefined;
-  readonly regex: RegExp;
-  /** Sort key: higher is more specific. */
-  readonly rank: readonly number[];
-}
-
-/**
- * The methods a rule may name: RFC 9110's, PATCH, QUERY and the WebDAV and other methods Node's
- * HTTP parser accepts (and so Express and Koa route). A misspelt one (`"GETT"`) would match no
- * request, leaving its route uncounted.
- */
-const METHODS = new Set(
-  ("GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH QUERY ACL BIND CHECKOUT COPY LINK LOCK M-SEARCH MERGE MKACTIVITY " +
-    "MKCALENDAR MKCOL MOVE NOTIFY PROPFIND PROPPATCH PURGE REBIND REPORT SEARCH SOURCE SUBSCRIBE UNBIND UNLINK UNLOCK UNSUBSCRIBE").split(
-      " ",
-    ),
-);
-const SEGMENT = /^(?:\*|:[A-Za-z_][A-Za-z0-9_]*|[^*:/{}]+)$/;
-
-const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
-
-/**
- * The path of a raw request-target (Node's `req.url`) as servers route it: origin-form (`/a?q`)
- * without its query; absolute-form (`http://host/a`, which Node passes on as is and Express and
- * Koa route by its path) without scheme and authority; a fragment (`/a#x`, which they also
- * ignore) dropped. For adapters whose framework hands over the raw target.
- */
-export function targetPath(target: string): string {
-  // indexOf rather than a regex: this runs on every request.
-  let end = target.indexOf("?");
-  const hash = target.indexOf("#");
-  if (hash !== -1 && (end === -1 || hash < end)) end = hash;
-  const p = end === -1 ? target : target.slice(0, end);
-  return p.charCodeAt(0) === 47 ? p : p.replace(ABSOLUTE_FORM, "");
-}
-
-/** Strips the query, then normalises the path as {@link normalizeRoutePath} does. */
-export function normalizePath(path: string, caseSensitive: boolean): string {
-  const q = path.indexOf("?");
-  return normalizeRoutePath(q === -1 ? path : path.slice(0, q), caseSensitive);
-}
-
-/** The form rules match a path (without query) in: percent-escapes decoded where safe, `//` collapsed, no trailing `/`. */
-function normalizeRoutePath(path: string, caseSensitive: boolean): string {
-  let p = path;
-  if (p.includes("%")) {
-    try {
-      p = decodeURI(p);
-    } catch {
-      // Malformed escapes: match the raw text.
-    }
-  }
-  if (p.includes("//")) p = p.replace(/\/{2,}/g, "/");
-  if (p.length > 1 && p.endsWith("/")) p = p.slice(0, -1);
-  if (p[0] !== "/") p = `/${p}`;
-  return caseSensitive ? p : p.toLowerCase();
-}
-
-const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-
-/**
- * Compiles `"GET /api/orders/:id"`, `"POST /login"`, `"* /api/*"` or `"/api/*"` (any method).
- * `:name` matches one non-empty segment; `*` one segment, or as the last segment any rest
- * (including none).
- */
-export function compilePattern(source: string, caseSensitive: boolean): RoutePattern {
-  const text = source.trim();
-  const space = text.indexOf(" ");
-  const methodText = space === -1 ? "*" : text.slice(0, space);
-  const pathText = text.slice(space + 1).trim();
-  const invalid = (why: string): FloodgateError =>
-    new FloodgateError(
-      "INVALID_OPTION",
-      `invalid rule ${
-        JSON.stringify(source)
-      }: ${why}; expected "METHOD /path" (or "/path" for any method) where a segment is literal text (without *, :, { or }), ":name" or "*", or "default".`,
-    );
-  if (methodText !== "*" && !METHODS.has(methodText.toUpperCase())) {
-    throw invalid(`method ${JSON.stringify(methodText)} is not an HTTP method (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS...) or *`);
-  }
-  if (pathText[0] !== "/") throw invalid("the path must start with /");
-  // Normalised, the path has no empty segment (the root has none at all).
-  const path = normalizePath(pathText, true);
-  const segments = path === "/" ? [] : path.slice(1).split("/");
-  let regex = segments.length === 0 ? "^/" : "^";
-  const rank: number[] = segments.map((segment, i) => {
-    // Braces cannot be part of a store prefix (Redis hash tags); "{id}" is usually meant as ":id".
-    if (!SEGMENT.test(segment)) throw invalid(`segment ${JSON.stringify(segment)} is invalid`);
-    if (segment === "*") {
-      const last = i === segments.length - 1;
-      regex += last ? "(?:/.*)?" : "/[^/]+";
-      return last ? 0 : 2;
-    }
-    if (segment[0] === ":") {
-      regex += "/[^/]+";
-      return 3;
-    }
-    regex += `/${escapeRegex(caseSensitive ? segment : segment.toLowerCase())}`;
-    return 4;
-  });
-  // The end of a path without a trailing * ranks above that *: "/api" beats "/api/*" for "/api".
-  if (segments[segments.length - 1] !== "*") rank.push(1);
-  const method = methodText === "*" ? undefined : methodText.toUpperCase();
-  // A method beats any method; HEAD beats GET, the one other method that matches a HEAD request.
-  rank.push(method === undefined ? 0 : method === "HEAD" ? 2 : 1);
-  return { source, method, regex: new RegExp(`${regex}$`), rank };
-}
-
-/** Orders patterns most specific first: per segment literal > :param > * > the path's end > trailing *, then with a method. */
-export function compareSpecificity(a: RoutePattern, b: RoutePattern): number {
-  const n = Math.max(a.rank.length, b.rank.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.rank[i] ?? -1;
-    const y = b.rank[i] ?? -1;
-    if (x !== y) return y - x;
-  }
-  return 0;
-}
-
-/**
- * True when the pattern matches a method and an already-normalised path. A GET pattern also
- * matches HEAD: Express, Hono and koa-router run GET handlers for HEAD requests.
- */
-export function matchesPattern(pattern: RoutePattern, method: string, normalizedPath: string): boolean {
-  const m = pattern.method;
-  return (m === undefined || m === method || (m === "GET" && method === "HEAD")) && pattern.regex.test(normalizedPath);
-}
-
-/** A limiter a rule counts in, behind the store-failure policy, with its header writer. */
-export interface BoundLimiter {
-  readonly limiter: GuardedLimiter;
+/** A limiter a rule counts in, behind the store-error handling, with its header writer. */
+export interface RuleLimiter {
+  readonly limiter: FailoverLimiter;
   readonly policies: readonly Policy[];
   /**
    * Whether requests are reserved and settled when the response ends rather than charged at
@@ -166,6 +36,8 @@ export interface BoundLimiter {
    */
   readonly reserves: boolean;
   readonly writeHeaders: HeaderWriter | undefined;
+  /** Which policy a decision's `limit`, `remaining` and `resetAt` describe (see `reportedFigures`). */
+  readonly figures: (decision: Decision) => ReportedFigures;
   /** Requests already counted under this limiter's store and prefix, for the double-count warning. */
   readonly seen: WeakSet<object>;
   /** How many requests have been looked up in `seen` so far. */
@@ -178,7 +50,7 @@ export interface CompiledRule<Raw> {
   readonly name: string;
   readonly pattern: RoutePattern | undefined;
   /** The rule's one limiter; `undefined` when its `policy` is a function of the request. */
-  readonly bound: BoundLimiter | undefined;
+  readonly single: RuleLimiter | undefined;
   /** The rule's `policy` function, when it has one. */
   readonly policyOf: PolicyFunction<Raw> | undefined;
   /**
@@ -186,9 +58,9 @@ export interface CompiledRule<Raw> {
    * INVALID_ARGUMENT error names what it returned), made on first use and kept, at most
    * {@link MAX_POLICY_SETS} per rule.
    */
-  boundFor(returned: unknown): BoundLimiter;
+  limiterFor(returned: unknown): RuleLimiter;
   /** The limiters made so far (the one of a static rule). */
-  bounds(): Iterable<BoundLimiter>;
+  limiters(): Iterable<RuleLimiter>;
   readonly key: KeyFunction<Raw> | undefined;
   /** The units charged up front: the cost, or a settled cost's estimate. */
   readonly cost: number | CostFunction<Raw>;
@@ -196,6 +68,8 @@ export interface CompiledRule<Raw> {
   readonly actual: SettledCost<Raw>["actual"];
   /** The option the cost function came from, for its errors: `cost` or `cost.estimate`. */
   readonly costName: string;
+  /** Whether the cost is `{ estimate, actual? }`, settled when the response ends. */
+  readonly settledCost: boolean;
 }
 
 /** Most policy sets one rule's `policy` function keeps a limiter for; the least recently used goes first. */
@@ -212,9 +86,9 @@ export interface RuleContext {
   readonly clock: () => number;
   readonly formats: readonly HeaderFormat[];
   readonly baseStore: RateLimitStore;
-  /** The limiter to use for a rule's limiter: over its store behind the middleware's resilient wrapper. */
-  readonly guard: (limiter: RateLimiter) => RateLimiter;
-  readonly failurePolicy: StoreFailurePolicy;
+  /** The store a rule's limiter calls: its store behind the middleware's resilient wrapper. */
+  readonly resilient: (store: RateLimitStore) => RateLimitStore;
+  readonly onStoreError: StoreErrorHandling;
   /** Where the per-request `policy` warning goes. */
   readonly warnings: Warnings;
 }
@@ -259,13 +133,17 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   const ownNamespace = (prefix: string, policies: readonly Policy[]): string =>
     o.prefix !== undefined ? prefix : `${prefix}${policyFingerprint(policies)}:`;
   const legacyReset = o.legacyReset ?? "epoch";
-  const bind = (limiter: RateLimiter, settles: boolean): BoundLimiter => {
-    claimNamespace(limiter.store, limiter.prefix, limiter.policies);
+  // A limiter the middleware builds is built once, over its store behind the middleware's
+  // resilience; a ready one (`limiter`) is used as it is, with the resilience it was made with.
+  const ruleLimiter = (limiter: RateLimiter, settles: boolean): RuleLimiter => {
+    // The store under any resilient wrapper: every middleware on one store sees the others' claims.
+    claimNamespace(unwrapStore(limiter.store), limiter.prefix, limiter.policies);
     return {
-      limiter: new GuardedLimiter(context.guard(limiter), context.failurePolicy),
+      limiter: new FailoverLimiter(limiter, context.onStoreError),
       policies: limiter.policies,
-      reserves: settles || limiter.policies.some((p) => p.kind === "concurrency"),
+      reserves: settles || limiter.policies.some(holdsInFlight),
       writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
+      figures: reportedFigures(limiter.policies),
       seen: seenOf(limiter),
       watched: 0,
     };
@@ -284,8 +162,11 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     // The default rule keeps the base prefix as is (no rule name in it).
     const rulePrefix = name === "default" ? basePrefix : `${basePrefix}${ruleSlug(name)}:`;
     const store = r.store ?? baseStore;
-    const make = (policies: readonly Policy[], namespace: string): BoundLimiter =>
-      bind(createRateLimiter({ policy: policies, store, prefix: namespace, clock, ...leaseOptions }), settled !== undefined);
+    const make = (policies: readonly Policy[], namespace: string): RuleLimiter =>
+      ruleLimiter(
+        createRateLimiter({ policy: policies, store: context.resilient(store), prefix: namespace, clock, ...leaseOptions }),
+        settled !== undefined,
+      );
     const cost = r.cost ?? o.cost ?? 1;
     const settled = typeof cost === "object" ? cost : undefined;
     const base = {
@@ -295,24 +176,25 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
       cost: settled === undefined ? cost as number | CostFunction<Raw> : settled.estimate,
       actual: settled?.actual,
       costName: settled === undefined ? "cost" : "cost.estimate",
+      settledCost: settled !== undefined,
     };
     if (typeof r.policy !== "function") {
-      const bound = r.limiter !== undefined
-        ? bind(r.limiter, settled !== undefined)
+      const single = r.limiter !== undefined
+        ? ruleLimiter(r.limiter, settled !== undefined)
         : make(toPolicies(r.policy!), ownNamespace(rulePrefix, toPolicies(r.policy!)));
-      return { ...base, bound, policyOf: undefined, boundFor: () => bound, bounds: () => [bound] };
+      return { ...base, single, policyOf: undefined, limiterFor: () => single, limiters: () => [single] };
     }
     // One limiter per distinct set, by the identity of what the function returned, else by what
     // the set means (its names, as the headers show them, and its figures); least recently used out first.
-    const byValue = new WeakMap<object, BoundLimiter>();
-    const bySet = new Map<string, BoundLimiter>();
-    const boundFor = (returned: unknown): BoundLimiter => {
+    const byValue = new WeakMap<object, RuleLimiter>();
+    const bySet = new Map<string, RuleLimiter>();
+    const limiterFor = (returned: unknown): RuleLimiter => {
       const known = typeof returned === "object" && returned !== null ? byValue.get(returned) : undefined;
       if (known !== undefined) return known;
       const policies = checkPolicies(name, returned);
       const id = `${policies.map((p) => p.name).join(",")}|${policySignature(policies)}`;
-      let bound = bySet.get(id);
-      if (bound !== undefined) {
+      let made = bySet.get(id);
+      if (made !== undefined) {
         bySet.delete(id);
         if (policies.some((p) => !policiesSeen.has(p)) && ++rebuilt === NEW_POLICIES_THRESHOLD) {
           context.warnings.emit("policyPerRequest", `rule ${name}`);
@@ -323,14 +205,14 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
           context.warnings.emit("policyPerRequest", `rule ${name}: more than ${MAX_POLICY_SETS} distinct policy sets`);
         }
         // Each set in a namespace of its own, even under an explicit `prefix`.
-        bound = make(policies, `${rulePrefix}${policyFingerprint(policies)}:`);
+        made = make(policies, `${rulePrefix}${policyFingerprint(policies)}:`);
       }
       for (const p of policies) policiesSeen.add(p);
-      bySet.set(id, bound);
-      byValue.set(returned as object, bound);
-      return bound;
+      bySet.set(id, made);
+      byValue.set(returned as object, made);
+      return made;
     };
-    return { ...base, bound: undefined, policyOf: r.policy, boundFor, bounds: () => bySet.values() };
+    return { ...base, single: undefined, policyOf: r.policy, limiterFor, limiters: () => bySet.values() };
   };
 
   const patternRules: CompiledRule<Raw>[] = [];

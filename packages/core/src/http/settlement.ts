@@ -3,7 +3,8 @@ import type { Reservation } from "../limiter/index.ts";
 import { isThenable } from "../stores/store.ts";
 import type { EndedResponse, RateLimitRequest, SettledCost } from "./options.ts";
 import type { RequestEnd, RequestRateLimitInfo } from "./result.ts";
-import type { GuardedLimiter, StoreOutcome } from "./store-guard.ts";
+import type { FailoverLimiter } from "./failover.ts";
+import type { StoreOutcome } from "./store-errors.ts";
 import type { Warnings } from "./warnings.ts";
 
 // What happens to a reservation when its response ends: settled at the actual cost, or
@@ -27,18 +28,21 @@ const isUnits = (n: unknown): n is number => typeof n === "number" && Number.isI
  * estimate settled instead.
  */
 export function reservationEnd<Raw>(
-  limiter: GuardedLimiter,
+  limiter: FailoverLimiter,
   outcome: StoreOutcome & { readonly reservation: Reservation },
   info: RequestRateLimitInfo,
   req: RateLimitRequest<Raw>,
   actual: SettledCost<Raw>["actual"],
   refundWhen: ((status: number) => boolean) | undefined,
   warnings: Warnings,
+  settledCost: boolean,
 ): RequestEnd {
   const { source, reservation } = outcome;
-  return (status, response) => {
+  return (status, response, notRun) => {
     const reported = info.takeReport();
     if (refundWhen?.(status)) return limiter.finish(source, reservation, undefined);
+    // A handler that never ran used nothing of a cost settled later.
+    if (notRun && settledCost) return limiter.finish(source, reservation, 0);
     const otherwise = reported ?? info.cost;
     if (status === 0 || actual === undefined || response === undefined) return limiter.finish(source, reservation, otherwise);
     const checked = (units: number | undefined): Promise<void> => {

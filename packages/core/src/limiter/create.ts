@@ -56,26 +56,6 @@ function guardedStore(store: RateLimitStore, resilience: false | ResilientStoreO
   return guarded;
 }
 
-/** What each limiter was made with, for a layer that rebuilds it over another store (the HTTP layer's own guard). */
-const MADE_WITH = new WeakMap<RateLimiter, { store: RateLimitStore; clock: () => number; mode?: "leased"; leaseMs?: number }>();
-
-/**
- * The same limiter (policies, prefix, clock) over `store`, with no resilience of its own: for
- * the HTTP layer, which wraps the store with its own options.
- */
-export function rebindLimiter(limiter: RateLimiter, store: (bare: RateLimitStore) => RateLimitStore): RateLimiter {
-  const made = MADE_WITH.get(limiter);
-  if (made === undefined) return limiter;
-  return createRateLimiter({
-    policy: limiter.policies,
-    prefix: limiter.prefix,
-    clock: made.clock,
-    store: store(made.store),
-    resilience: false,
-    ...(made.mode === undefined ? {} : { mode: made.mode, leaseMs: made.leaseMs }),
-  });
-}
-
 /**
  * Creates a rate limiter. Several policies (e.g. 10 per second AND 1000 per day) are checked in
  * one atomic store step: a request is admitted only when all admit it, and a denial charges none.
@@ -297,6 +277,5 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await store.refund(set, key, cost, clock(), charge.marks);
     }
   }
-  MADE_WITH.set(limiter, o.mode === "leased" ? { store: bare, clock, mode: "leased", leaseMs } : { store: bare, clock });
   return limiter;
 }

@@ -1,7 +1,7 @@
 import { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
 import type { Policy } from "../policy.ts";
 import { sourceOf, type StoreResult, type StoreSource } from "../stores/store.ts";
-import { RESOLVED } from "./reservation.ts";
+import { RESOLVED } from "../resolved.ts";
 import type { Charge, Decision, PolicyDecision } from "./types.ts";
 
 /*

@@ -19,6 +19,7 @@
  */
 import type { HeldReservation, StoreResult } from "../stores/store.ts";
 import { checkActual } from "./checks.ts";
+import { RESOLVED } from "../resolved.ts";
 import type { Decision, Reservation } from "./types.ts";
 
 /**
@@ -33,8 +34,6 @@ export interface ReservationVia {
 
 const NOTHING = /* @__PURE__ */ Promise.resolve(false);
 const SETTLED = /* @__PURE__ */ Promise.resolve(true);
-/** The `pending` of a decision after which the limiter does nothing. */
-export const RESOLVED: Promise<void> = /* @__PURE__ */ Promise.resolve();
 const noop = (): void => undefined;
 
 /**

@@ -5,7 +5,7 @@ import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/regi
  * The Redis side of the algorithms: Lua that mirrors their TypeScript operation for operation
  * (same integer µs, same expressions in the same order, so doubles round identically) and
  * returns the same flat result. Runs on vanilla Redis 7 and Valkey: no shebang flags, only
- * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/LPOP/RPUSH/LTRIM/LREM/PEXPIRE/DEL/TIME.
+ * GET/SET (PX, KEEPTTL)/INCRBY/LINDEX/LLEN/RPUSH/LTRIM/LREM/PEXPIRE/DEL/TIME.
  *
  * Calling convention of every script (every argument costs Redis time, so there are few; see
  * bench/README.md):
@@ -201,10 +201,10 @@ export const SCRIPT_SHA: Readonly<Record<ScriptName, string>> = {
   "token-bucket": "d78a439fd22fc6d7cceb5abcf11fa5452f9837a2",
   "fixed-window": "fe01adf0c698168ac63b0fb95d60209cba7efb2f",
   "sliding-window": "0aeb1e53617d7f08fb240587b41f2dc6694de95b",
-  "sliding-log": "9fed396c98ed246bbe04db8f7279100a20eefb5b",
-  concurrency: "147d2640d7c2b5f0a101a26cfcf27c93ed5f9f97",
-  admin: "5f491871e65bcb82d66d299338f64b503af8f2d5",
-  multi: "62d03a5ce5d9e0bff99106dc1d6a66c74bf75820",
+  "sliding-log": "3a44f33f4c58a416b82f579f76bb024337f3044a",
+  concurrency: "8f5f299998e68ddfac4ef0b9d324a51622824729",
+  admin: "12d438ff90d92a4402a33b80cc76cff59043edfa",
+  multi: "adb6397f7047b9b9c31946c5e0d214c23fa582d3",
 };
 
 let scripts: Record<ScriptName, LuaScript> | undefined;

@@ -1,5 +1,5 @@
 import { hasMethods, type OptionSpecs, parseOptions } from "../../validation.ts";
-import { type RedisScriptStore, SCRIPT_STORE_OPTIONS, ScriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
+import { type RedisScriptStore, SCRIPT_STORE_OPTIONS, scriptStore, type ScriptStoreOptions, type ScriptTransport } from "./script-store.ts";
 
 /** The part of an ioredis client (`Redis` or `Cluster`) the store uses. */
 export interface IORedisLike {
@@ -83,5 +83,5 @@ export function redisStore(options: RedisStoreOptions): RedisScriptStore {
       del: (keys) => c.del(...keys),
     };
   }
-  return new ScriptStore("redis", transport, o);
+  return scriptStore("redis", transport, o);
 }

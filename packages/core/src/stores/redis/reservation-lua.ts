@@ -77,7 +77,7 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "774f3dcc8b4dff08800367dae9676f3bb22b6c77",
+  reserve: "9635c4ac9ed886cd1c8eb93bf0d16dcce6c2ff94",
   settle: "3b703fff92d9f8339ff1f512f1be6cca004ff27c",
 } as const;
 

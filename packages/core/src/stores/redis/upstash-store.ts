@@ -1,5 +1,5 @@
 import { hasMethods, type OptionSpecs, parseOptions } from "../../validation.ts";
-import { type RedisScriptStore, SCRIPT_STORE_OPTIONS, ScriptStore, type ScriptStoreOptions } from "./script-store.ts";
+import { type RedisScriptStore, SCRIPT_STORE_OPTIONS, scriptStore, type ScriptStoreOptions } from "./script-store.ts";
 
 /**
  * The part of an `@upstash/redis` `Redis` instance the store uses. Typed structurally so any
@@ -50,7 +50,7 @@ export function upstashStore(options: UpstashStoreOptions): RedisScriptStore {
   );
   const redis = o.redis;
   // @upstash/redis copies `args` into its command (it never keeps or changes the array).
-  return new ScriptStore("upstash", {
+  return scriptStore("upstash", {
     evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args as string[]),
     eval: (source, keys, args) => redis.eval(source, keys, args as string[]),
     del: (keys) => redis.del(...keys),

@@ -15,13 +15,14 @@ interface Denial {
 }
 
 /**
- * Remembers identifiers the store denied, to answer further `consume`s of them locally, with
- * zero round trips, while the store is certain to deny them too. Bounded (oldest entry evicted
- * first), no timers: an entry is dropped when found stale.
+ * Remembers identifiers the store denied, to answer further requests for them locally, with
+ * zero store calls, while the store is certain to deny them too. Bounded (oldest entry evicted
+ * first), no timers: an entry is dropped when found stale. `withDenyCache` puts it in
+ * front of a store.
  *
  * Certainty: a denial with `retryAfterMs` r means the request fits no earlier than r ms after the
- * script ran (r is the exact wait rounded up to a whole ms, so the wait exceeds r − 1 ms), and
- * the script ran after the request was sent. So until `sentAt + r − 1` every request of this
+ * store decided (r is the exact wait rounded up to a whole ms, so the wait exceeds r − 1 ms), and
+ * the store decided after the request was sent. So until `sentAt + r − 1` every request of this
  * process costing at least as much is denied too — unless another process resets or refunds
  * the identifier, which this cache cannot see. This process's own reset/refund clear the entry
  * when sent and again when done (a consume sent meanwhile may have run first), and a denial still
