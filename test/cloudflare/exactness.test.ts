@@ -47,6 +47,28 @@ describe("durableObjectStore in workerd: 1,000 concurrent requests from two Work
     }, 120_000);
   }
 
+  it("exact mode behind withDenyCache: exactly 100 admitted, known denials answered with no DO request", async () => {
+    const prefix = uniquePrefix();
+    const one = (i: number) =>
+      post(mf, i % 2 === 0 ? "a" : "b", "/limit", {
+        set: "fixed-window",
+        limit: LIMIT,
+        prefix,
+        mode: "exact",
+        key: "hot",
+        denyCache: true,
+      });
+    const before = (await requestsOf(mf, "a")) + (await requestsOf(mf, "b"));
+    let admitted = 0;
+    // In waves, so that each isolate has seen a denial before most of its calls.
+    for (let wave = 0; wave < 10; wave++) {
+      const replies = await Promise.all(Array.from({ length: CALLS / 10 }, (_, i) => one(i)));
+      admitted += replies.filter((r) => r.allowed).length;
+    }
+    expect(admitted).toBe(LIMIT);
+    expect((await requestsOf(mf, "a")) + (await requestsOf(mf, "b")) - before).toBeLessThan(CALLS / 2);
+  }, 120_000);
+
   it("exact mode over 4 shards, a set of several policies: exactly 100 admitted", async () => {
     expect(await storm("multi", "exact", 4)).toBe(LIMIT);
   }, 120_000);

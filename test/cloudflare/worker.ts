@@ -21,6 +21,8 @@ import {
 } from "@floodgate/core";
 import { type DurableObjectStore, durableObjectStore, type RateLimiterNamespace, RateLimiterObject } from "@floodgate/cloudflare";
 
+import { withDenyCache } from "@floodgate/core/store";
+
 export { RateLimiterObject };
 
 interface Env {
@@ -85,7 +87,8 @@ export default {
         return Response.json({ result: result ?? null });
       }
       if (url.pathname === "/limit") {
-        const { set, limit, prefix, mode, shards, key } = await request.json() as {
+        const { set, limit, prefix, mode, shards, key, denyCache } = await request.json() as {
+          denyCache?: boolean;
           set: string;
           limit: number;
           prefix: string;
@@ -96,7 +99,9 @@ export default {
         const id = `${prefix}/${mode}`;
         let limiter = limiters.get(id);
         if (limiter === undefined) {
-          limiter = createRateLimiter({ policy: policiesOf(set, limit), store: storeFor(env, "object", shards), prefix, mode });
+          const store = storeFor(env, "object", shards);
+          // The deny cache in front of the store: known denials answered in the isolate, no DO request.
+          limiter = createRateLimiter({ policy: policiesOf(set, limit), store: denyCache ? withDenyCache(store) : store, prefix, mode });
           limiters.set(id, limiter);
         }
         if (set === "concurrency") {
