@@ -17,6 +17,8 @@ export default defineConfig({
       { find: /^@floodgate\/upstash-local$/, replacement: source("upstash-local") },
       { find: /^@floodgate\/postgres$/, replacement: source("postgres") },
       { find: /^@floodgate\/mysql$/, replacement: source("mysql") },
+      { find: /^@floodgate\/cloudflare$/, replacement: source("cloudflare") },
+      { find: /^@floodgate\/deno-kv$/, replacement: source("deno-kv") },
       { find: /^@floodgate\/testing$/, replacement: source("testing") },
       { find: /^@floodgate\/aws-lambda$/, replacement: source("aws-lambda") },
       { find: /^@floodgate\/dynamodb$/, replacement: source("dynamodb") },

@@ -8,7 +8,8 @@
 //   imports another Floodgate package;
 // - a standalone tool (upstash-local) imports no Floodgate package at all;
 // - every package imports only Node built-ins, its own files and what its package.json declares
-//   in `dependencies` or `peerDependencies` (so its tarball works once installed).
+//   in `dependencies` or `peerDependencies` (so its tarball works once installed), and a runtime's
+//   own modules (`cloudflare:workers`) only in the package made for that runtime.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { join, relative, resolve } from "node:path";
@@ -17,6 +18,8 @@ const root = resolve(import.meta.dirname, "..");
 const AUTHOR_ENTRIES = ["@floodgate/core/http", "@floodgate/core/store"];
 const FRAMEWORKS = ["hono", "express", "koa", "@koa/router", "@hono/node-server"];
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+/** Modules a runtime provides itself, each allowed only in the package made for that runtime. */
+const RUNTIME_MODULES = new Map([["cloudflare:workers", "cloudflare"]]);
 /** Packages that use core as an application does (the contract suite builds limiters over the store it tests). */
 const APPLICATIONS = new Set(["testing"]);
 /** Packages that stand alone: they speak to users' apps, not through core. */
@@ -63,7 +66,10 @@ for (const pkg of packages) {
   }
   for (const file of files) {
     for (const spec of imports(file, { code: true })) {
-      if (!spec.startsWith(".") && !NODE_BUILTINS.has(spec) && !spec.startsWith("node:") && !declared.has(packageName(spec))) {
+      if (
+        !spec.startsWith(".") && !NODE_BUILTINS.has(spec) && !spec.startsWith("node:") && !RUNTIME_MODULES.has(spec) &&
+        !declared.has(packageName(spec))
+      ) {
         problems.push(
           `${relative(root, file)} imports "${spec}": "${
             packageName(spec)
@@ -73,6 +79,9 @@ for (const pkg of packages) {
     }
     for (const spec of imports(file)) {
       const where = `${relative(root, file)} imports "${spec}"`;
+      if (RUNTIME_MODULES.has(spec) && RUNTIME_MODULES.get(spec) !== pkg) {
+        problems.push(`${where}: only packages/${RUNTIME_MODULES.get(spec)} may import the runtime's own "${spec}"`);
+      }
       if (pkg === "core") {
         if (NODE_BUILTINS.has(spec) || spec.startsWith("node:")) problems.push(`${where}: core must not import Node built-ins`);
         if (FRAMEWORKS.some((f) => spec === f || spec.startsWith(`${f}/`))) problems.push(`${where}: core must not import a framework`);

@@ -87,12 +87,24 @@ const tmp = join(root, ".tmp");
 mkdirSync(tmp, { recursive: true });
 const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out the Node-only ones: upstash-local (node:http, a bin),
-// testing (it runs in a test runner, npm only), mysql (mysql2 is a Node client), and the AWS packages
-// (Lambda runs them on Node; the AWS SDK comes from npm).
-const packages = ["core", "hono", "express", "koa", "upstash-local", "testing", "postgres", "mysql", "aws-lambda", "dynamodb"].filter((p) =>
-  existsSync(join(root, "packages", p, "src", "index.ts"))
-);
-const jsrPackages = packages.filter((p) => !["upstash-local", "testing", "mysql", "aws-lambda", "dynamodb"].includes(p));
+// testing (it runs in a test runner, npm only), mysql (mysql2 is a Node client), the AWS packages
+// (Lambda runs them on Node; the AWS SDK comes from npm), and cloudflare, which imports workerd's
+// own `cloudflare:workers`.
+const packages = [
+  "core",
+  "hono",
+  "express",
+  "koa",
+  "upstash-local",
+  "testing",
+  "postgres",
+  "mysql",
+  "aws-lambda",
+  "dynamodb",
+  "cloudflare",
+  "deno-kv",
+].filter((p) => existsSync(join(root, "packages", p, "src", "index.ts")));
+const jsrPackages = packages.filter((p) => !["upstash-local", "testing", "mysql", "aws-lambda", "dynamodb", "cloudflare"].includes(p));
 
 let passed = 0;
 let failed = 0;
@@ -163,6 +175,7 @@ check("deno check (every JSR package's source, the Deno examples)", bin("deno"),
   ...jsrPackages.map((p) => `packages/${p}/src/index.ts`),
   "examples/deno/fetch.ts",
   "examples/deno/hono.ts",
+  "examples/deno-kv/server.ts",
 ]);
 // Every TypeScript and JavaScript file of the repository (the fmt and lint sections of deno.json).
 check("formatting (deno fmt --check; `npm run format` rewrites the files)", bin("deno"), ["fmt", "--check"]);
@@ -226,6 +239,26 @@ suite(
   ["test", "-A", "--no-check", "--reporter=dot", `--junit-path=${denoReport}`, ...PORTABLE_SUITES],
   denoReport,
   () => junit(denoReport),
+);
+// The Deno KV store on Deno's own Deno.openKv() (local backend): the contract, the traces, leased
+// mode and exactness across 4 deno processes sharing one database (vitest runs the same files on
+// Node through @deno/kv).
+const denoKvReport = join(tmp, "deno-kv-junit.xml");
+suite(
+  "deno test: the Deno KV store on Deno.openKv() (test/deno-kv)",
+  bin("deno"),
+  [
+    "test",
+    "-A",
+    "--no-check",
+    "--unstable-kv",
+    "--reporter=dot",
+    `--junit-path=${denoKvReport}`,
+    "test/deno-kv/contract.test.ts",
+    "test/deno-kv/concurrency.test.ts",
+  ],
+  denoKvReport,
+  () => junit(denoKvReport),
 );
 const bunReport = join(tmp, "bun-junit.xml");
 suite(

@@ -91,6 +91,8 @@ export interface BundleOptions {
   /** Package export conditions of the target runtime, most specific first. */
   conditions: string[];
   define?: Record<string, string>;
+  /** Modules the runtime provides itself, left as imports (e.g. `cloudflare:workers`). */
+  external?: string[];
 }
 
 export interface Bundle {
@@ -117,6 +119,7 @@ export async function bundle(entry: string, options: BundleOptions): Promise<Bun
     conditions: options.conditions,
     tsconfigRaw: "{}",
     define: options.define ?? {},
+    external: options.external ?? [],
     logLevel: "silent",
   });
   const inputs = Object.keys((result.metafile as Metafile).inputs);

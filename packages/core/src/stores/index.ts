@@ -45,3 +45,4 @@ export {
 } from "../algorithms/algorithm.ts";
 export { ALGORITHMS, POLICY_KINDS } from "../algorithms/registry.ts";
 export { type DenyCachedStore, type DenyCacheOptions, withDenyCache } from "./deny-cache/deny-cache-store.ts";
+export { revivePolicy } from "./revive.ts";
