@@ -21,18 +21,22 @@ export {
   type TokenBucketOptions,
   type WindowPolicyOptions,
 } from "./policies.ts";
+export type { MaybePromise, RateLimitStore, StoreSource } from "./stores/store.ts";
+// What store authors use lives in @floodgate/core/store; these aliases keep older imports working.
 export {
   answeredLocally,
   type CallSignal,
+  type EvaluateMode,
+  evaluateState,
+  type KeyState,
   type LeaseRequest,
   type LeaseReturn,
   type LocalStoreResult,
-  type MaybePromise,
   type PolicySet,
-  type RateLimitStore,
+  type ReservationArgs,
+  type StateEvaluation,
   type StoreResult,
-  type StoreSource,
-} from "./stores/store.ts";
+} from "./stores/moved.ts";
 export {
   type CircuitBreakerOptions,
   type ResilientStore,
@@ -42,8 +46,6 @@ export {
   type StoreLogger,
 } from "./stores/resilient-store.ts";
 export { type MemoryStore, memoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
-export { evaluateState } from "./stores/state/evaluate.ts";
-export type { EvaluateMode, KeyState, ReservationArgs, StateEvaluation } from "./stores/state/types.ts";
 export { type UpstashRedisLike, upstashStore, type UpstashStoreOptions } from "./stores/redis/upstash-store.ts";
 export { type IORedisLike, type NodeRedisLike, redisStore, type RedisStoreOptions } from "./stores/redis/redis-store.ts";
 export type { RedisScriptStore, ScriptStoreOptions } from "./stores/redis/script-store.ts";
