@@ -29,7 +29,7 @@ getRateLimit("/");
 
 // The Workers line of docs/serverless.md, against a handler written as the README writes it (the
 // request only): the Worker's env and ctx pass on to the wrapper, which hands ctx to waitUntil.
-const readmeHandler = withRateLimit((request: Request) => new Response("hello"), { policy });
+const readmeHandler = withRateLimit((_request: Request) => new Response("hello"), { policy });
 const workerModule = {
   fetch: (request: Request, env: { REGION: string }, ctx: { waitUntil(promise: Promise<unknown>): void }) =>
     readmeHandler(request, env, ctx),

@@ -20,7 +20,7 @@ import { type Operation as RequestName, storeError } from "./errors.ts";
 import { createHash } from "node:crypto";
 import { batcher, type Operation } from "./batch.ts";
 import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, VERSION } from "./items.ts";
-import { type DynamoDBClientLike, type DynamoDBStoreOptions, parseStoreOptions } from "./options.ts";
+import { type DynamoDBStoreOptions, parseStoreOptions } from "./options.ts";
 
 export type { DynamoDBStoreOptions } from "./options.ts";
 

@@ -37,9 +37,13 @@ export interface StoreContractOptions {
 
 /** The stores of a running suite, set once its `beforeAll` has run. */
 export interface ContractContext {
+  /** The harness's store on its own clock. */
   server: RateLimitStore;
+  /** The harness's store on the limiter's (injected) time. */
   local: RateLimitStore;
+  /** The harness `setup` made. */
   harness: StoreHarness;
+  /** The switches the suite was called with. */
   readonly options: StoreContractOptions;
 }
 
@@ -86,7 +90,9 @@ export function windowed(kind: PolicyKind, limit: number, windowMs: number, name
 
 /** A limiter on injected time, and that time. */
 export interface Timed {
+  /** A limiter on injected time. */
   limiter: RateLimiter;
+  /** Sets its time to `ms` after the start. */
   at(ms: number): void;
 }
 

@@ -61,7 +61,7 @@ export interface LeaseTraits {
 }
 
 /**
- * The part of an algorithm a policy carries (under {@link ALGORITHM}) and the TypeScript stores
+ * The part of an algorithm a policy carries (under the `ALGORITHM` symbol) and the TypeScript stores
  * run: its state layout and its two operations. A key's state for one policy is `width` numbers
  * of a Float64Array starting at `o`, plus, when `keepsLog` is set, one growable array of numbers.
  */
@@ -151,9 +151,13 @@ export interface Algorithm {
  * stores/redis/reservation-lua.ts). See stores/redis/lua.ts.
  */
 export interface LuaFragments {
+  /** Decides one policy: sets `ok` and hands commit its state in `a`..`e`. */
   readonly eval: string;
+  /** Charges what eval decided and writes the charge's mark to `out[j]`. */
   readonly commit: string;
+  /** Gives `cost` back into the mark `m` (into the current state when `m` is nil). */
   readonly refund: string;
+  /** Settles a reservation of `est` units charged into the mark `m` at its true cost `act`. */
   readonly settle: string;
   /**
    * The lease script's decision of a request (`req` units, spent now) plus a lease (`g` units, to
@@ -167,6 +171,7 @@ export interface LuaFragments {
 export interface LuaAlgorithm {
   /** One letter, unique among the kinds: the multi-policy script dispatches on it. */
   readonly code: string;
+  /** The Lua fragments the scripts paste in (see {@link LuaFragments}). */
   readonly fragments: LuaFragments;
   /** The number the script receives as P besides the limit (an integer). */
   parameter(p: Policy): number;
@@ -178,7 +183,9 @@ export interface LuaAlgorithm {
 export interface AlgorithmDocs {
   /** The factory call as the table shows it, e.g. `tokenBucket({ capacity, refillRate })`. */
   readonly call: string;
+  /** What a key's state holds, in words. */
   readonly statePerKey: string;
+  /** What the kind guarantees, in words. */
   readonly guarantee: string;
   /** What `resetAt` means for this kind. */
   readonly resetAt: string;
@@ -187,16 +194,19 @@ export interface AlgorithmDocs {
 /**
  * One kind of policy as registry.ts lists it: what the Redis stores, the docs and the tests read
  * about it. It names its factory rather than holding it, and leaves the TypeScript `apply` and
- * `refund` to the policy (under {@link ALGORITHM}): the Redis stores import the registry, and a
+ * `refund` to the policy (under the `ALGORITHM` symbol): the Redis stores import the registry, and a
  * bundle should carry only the factories it imports.
  */
 export interface AlgorithmDefinition<K extends string = string> {
+  /** The kind's name, as policies carry it. */
   readonly kind: K;
   /** What this kind can do: the same object its policies' algorithm carries. */
   readonly traits: AlgorithmTraits;
   /** The policy factory's name, as the package exports it, e.g. `"tokenBucket"`. */
   readonly factoryName: string;
+  /** The Redis side of the kind. */
   readonly lua: LuaAlgorithm;
+  /** The figures the docs show for the kind. */
   readonly docs: AlgorithmDocs;
   /**
    * Options of the factory for a policy admitting `limit` per `windowMs` (a bucket of `limit`

@@ -12,10 +12,15 @@ import { TOKEN_BUCKET_DEFINITION } from "./token-bucket.ts";
  * list in this order; the memory store never reads it (a policy carries its own algorithm).
  */
 export const ALGORITHMS = {
+  /** See `tokenBucket()`. */
   "token-bucket": TOKEN_BUCKET_DEFINITION,
+  /** See `fixedWindow()`. */
   "fixed-window": FIXED_WINDOW_DEFINITION,
+  /** See `slidingWindow()`. */
   "sliding-window": SLIDING_WINDOW_DEFINITION,
+  /** See `slidingLog()`. */
   "sliding-log": SLIDING_LOG_DEFINITION,
+  /** See `concurrency()`. */
   concurrency: CONCURRENCY_DEFINITION,
 } as const satisfies { readonly [K in PolicyKind]: AlgorithmDefinition<K> };
 

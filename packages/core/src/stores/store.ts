@@ -38,7 +38,7 @@ export type StoreResult = readonly number[];
 /**
  * Where a store's answer came from: `"store"`, its backend (the Redis server, the memory store's
  * own state); `"cache"`, state the store keeps locally in front of its backend (a Redis store's
- * deny cache answered a known denial with no round trip). Read as {@link Decision.source}.
+ * deny cache answered a known denial with no round trip). Read as the decision's `source`.
  */
 export type StoreSource = "store" | "cache";
 
@@ -50,7 +50,7 @@ export interface LocalStoreResult extends ReadonlyArray<number> {
 
 /**
  * Marks `result` as answered by the store's local state `source` (a deny cache's hit), for the
- * limiter to report as {@link Decision.source}; a result not marked is the backend's.
+ * limiter to report as the decision's `source`; a result not marked is the backend's.
  */
 export function answeredLocally(result: number[], source: LocalStoreResult["source"]): LocalStoreResult {
   // Not enumerable: the result stays the flat list of numbers it is to everything that lists it.
