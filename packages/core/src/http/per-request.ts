@@ -1,3 +1,4 @@
+import { RESOLVED } from "../resolved.ts";
 import type { Warnings } from "./warnings.ts";
 
 // The `limiterPerRequest` warning: a middleware created inside a handler, once per request,
@@ -17,7 +18,9 @@ const PER_REQUEST_THRESHOLD = 20;
  */
 export function watchCreation(warnings: Warnings): () => void {
   let sameTurn = true;
-  queueMicrotask(() => {
+  // A promise reaction, not queueMicrotask: a middleware created at a Worker's global scope must
+  // call none of the scheduling functions there (test/runtimes/workerd.test.ts guards them).
+  RESOLVED.then(() => {
     sameTurn = false;
   });
   return () => {
