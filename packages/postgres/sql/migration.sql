@@ -1031,6 +1031,23 @@ r := array_fill(0::float8, ARRAY[1 + 4 * n]); allowed := true; ch := false;
 o := 1; lo := 0;
 FOR p IN 1..n LOOP
 kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+IF kd = 't' THEN
+tat := greatest(st[o], nw) + req * par;
+IF tat < wend THEN tat := wend; END IF;
+nx := tat + g * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0; r[i + 3] := 0;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+ELSE
 CASE kd
 WHEN 't' THEN
 tat := greatest(st[o], nw);
@@ -1125,6 +1142,7 @@ lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
 st[o] := cardinality(e);
 lo := lo + cardinality(e);
 END CASE;
+END IF;
 IF r[i] = 0 THEN allowed := false; END IF;
 o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
@@ -1134,6 +1152,23 @@ ch := true; marks := '{}'; expiry := 0;
 o := 1; lo := 0;
 FOR p IN 1..n LOOP
 kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+IF kd = 't' THEN
+tat := greatest(st[o], nw) + req * par;
+IF tat < wend THEN tat := wend; END IF;
+nx := tat + g * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0; r[i + 3] := 0;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+ELSE
 CASE kd
 WHEN 't' THEN
 tat := greatest(st[o], nw);
@@ -1228,6 +1263,7 @@ lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
 st[o] := cardinality(e);
 lo := lo + cardinality(e);
 END CASE;
+END IF;
 marks := marks || mk; expiry := greatest(expiry, ex);
 o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;

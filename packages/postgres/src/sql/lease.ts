@@ -16,21 +16,55 @@ import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, POLICY, READ } from "./commo
  * nothing was charged), g, the lease's life from now (µs), now (µs).
  */
 
-/** Evaluates every policy at cost c into a fresh r (nothing charged); `allowed` says whether all admit. */
-const EVAL_ALL = `r := array_fill(0::float8, ARRAY[1 + 4 * n]); allowed := true; ch := false;
-${
-  EACH(`${APPLY}IF r[i] = 0 THEN allowed := false; END IF;
-`)
-}r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+/**
+ * A token bucket's request (req units, spent now) and lease (g units, spent until wend), the lease
+ * charged as if spent at its end, as the lease script's token-bucket `grant` fragment does: a
+ * bucket that stays full meanwhile forgets refill, so units charged earlier than they are spent
+ * would let a later decision on the key see up to a lease life's refill too many.
+ */
+const TOKEN_GRANT = `tat := greatest(st[o], nw) + req * par;
+IF tat < wend THEN tat := wend; END IF;
+nx := tat + g * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0; r[i + 3] := 0;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
 `;
 
-/** Charges c to every policy (already known to admit it); r gets the figures after charging, marks the marks. */
-const COMMIT_ALL = `ch := true; marks := '{}'; expiry := 0;
-${
-  EACH(`${APPLY}marks := marks || mk; expiry := greatest(expiry, ex);
-`)
-}xp := greatest(xp, expiry);
+/** A request with a lease: each kind's grant (the token bucket's above), else APPLY at c = req + g. */
+const GRANT = `IF kd = 't' THEN
+${TOKEN_GRANT}ELSE
+${APPLY}END IF;
 `;
+
+/** Evaluates every policy with `body` into a fresh r (nothing charged); `allowed` says whether all admit. */
+const evalAll = (body: string): string =>
+  `r := array_fill(0::float8, ARRAY[1 + 4 * n]); allowed := true; ch := false;
+${
+    EACH(`${body}IF r[i] = 0 THEN allowed := false; END IF;
+`)
+  }r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+`;
+
+/** Charges every policy with `body` (already known to admit); r gets the figures after charging, marks the marks. */
+const commitAll = (body: string): string =>
+  `ch := true; marks := '{}'; expiry := 0;
+${
+    EACH(`${body}marks := marks || mk; expiry := greatest(expiry, ex);
+`)
+  }xp := greatest(xp, expiry);
+`;
+
+const EVAL_ALL = evalAll(APPLY);
+const COMMIT_ALL = commitAll(APPLY);
 
 export const LEASE_FUNCTION =
   `CREATE OR REPLACE FUNCTION @S.@T_lease(k text, kinds text, lims float8[], pars float8[], req float8, want float8,
@@ -77,8 +111,8 @@ ${POLICY}    rest := r[p * 4 - 1] - req;
   IF g > 0 THEN
     saved := r;
     c := req + g;
-${EVAL_ALL}    IF allowed THEN
-${COMMIT_ALL}    ELSE
+${evalAll(GRANT)}    IF allowed THEN
+${commitAll(GRANT)}    ELSE
       g := 0; r := saved;
     END IF;
   END IF;
