@@ -1182,6 +1182,21 @@ END IF;
 IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 0;
+IF kd = 't' THEN
+BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw) + req * pr;
+IF tat < wend THEN SET tat = wend; END IF;
+SET nxt = tat + g * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN SET ok = 1, rty = 0; ELSE SET ok = 0, rty = 0; END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
+END IF;
+END;
+SET mk = a;
+ELSE
 CASE kd
 WHEN 't' THEN
 BEGIN
@@ -1300,6 +1315,7 @@ END;
 ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind';
 END CASE;
 SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
+END IF;
 IF ok = 0 THEN SET al = 0; END IF;
 SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 SET p = p + 1;
@@ -1329,6 +1345,21 @@ END IF;
 IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
 END;
 SET chg = 1;
+IF kd = 't' THEN
+BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw) + req * pr;
+IF tat < wend THEN SET tat = wend; END IF;
+SET nxt = tat + g * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN SET ok = 1, rty = 0; ELSE SET ok = 0, rty = 0; END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
+END IF;
+END;
+SET mk = a;
+ELSE
 CASE kd
 WHEN 't' THEN
 BEGIN
@@ -1447,6 +1478,7 @@ END;
 ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind';
 END CASE;
 SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
+END IF;
 IF ok = 0 THEN SET al = 0; END IF;
 IF ok = 1 AND chg = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
 SET mks = CONCAT(mks, ',', mk); END IF;

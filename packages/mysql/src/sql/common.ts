@@ -46,11 +46,11 @@ END WHILE;
  * mark): `res` gets the figures, `mks` the marks, `al` whether every policy admitted it. With
  * `block`, the first read also reads the key's block into `bu` (see loadBlock).
  */
-export const applyAll = (n: Names, chg: string, lock: string, block = false): string =>
+export const applyAll = (n: Names, chg: string, lock: string, block = false, apply: string = APPLY): string =>
   `SET res = '', mks = '', al = 1;
 ${
     forEachPolicy(`${loadBlock(n, lock, block)}SET chg = ${chg};
-${APPLY}IF ok = 0 THEN SET al = 0; END IF;
+${apply}IF ok = 0 THEN SET al = 0; END IF;
 ${
       chg !== "0"
         ? `IF ok = 1 AND chg = 1 THEN ${saveStatement(n)}SET mks = CONCAT(mks, ',', mk); END IF;\n`

@@ -1,6 +1,33 @@
 import { applyAll, BEGIN_WRITE, DECLARE, forEachPolicy, SET_ARGS, SWEEP } from "./common.ts";
-import { nth } from "./expr.ts";
-import type { Names } from "./kernel.ts";
+import { APPLY, type Names } from "./kernel.ts";
+import { ceilMs, nth } from "./expr.ts";
+
+/**
+ * A token bucket's request (req units, spent now) and lease (g units, spent until wend), the lease
+ * charged as if spent at its end, as the Redis lease script's token-bucket `grant` fragment and
+ * evaluateState do: a bucket that stays full meanwhile forgets refill, so units charged earlier
+ * than they are spent would let a later decision on the key see up to a lease life's refill too many.
+ */
+const TOKEN_GRANT = `BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw) + req * pr;
+IF tat < wend THEN SET tat = wend; END IF;
+SET nxt = tat + g * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN SET ok = 1, rty = 0; ELSE SET ok = 0, rty = 0; END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ${ceilMs("nxt")};
+ELSE
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ${ceilMs("tat")};
+END IF;
+END;
+SET mk = a;
+`;
+
+/** A request with a lease: the token bucket's grant above, every other kind's apply at cost = req + g. */
+const GRANT = `IF kd = 't' THEN
+${TOKEN_GRANT}ELSE
+${APPLY}END IF;
+`;
 
 /*
  * The lease, as the Redis lease script (core's stores/redis/lease-lua.ts), in one transaction:
@@ -73,8 +100,8 @@ ELSE
   IF wend - nw < minlife THEN SET g = 0; END IF;
   IF g > 0 THEN
     SET cost = req + g;
-    ${applyAll(n, "0", "1")}    IF al = 1 THEN
-      ${applyAll(n, "1", "1")}    ELSE
+    ${applyAll(n, "0", "1", false, GRANT)}    IF al = 1 THEN
+      ${applyAll(n, "1", "1", false, GRANT)}    ELSE
       SET g = 0;
     END IF;
   END IF;
