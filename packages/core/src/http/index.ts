@@ -50,3 +50,4 @@ export {
 export { TRUST_PROXY_RANGES, TRUST_PROXY_RANGES_AS_OF } from "./proxy-ranges.ts";
 export { formatIp, groupIp, inRange, type IpRange, normalizeIp, type ParsedIp, parseIp, parseRange } from "./ip.ts";
 export { type Logger, type WarningCode, WARNINGS, Warnings, type WarningsOption } from "./warnings.ts";
+export { FloodgateError, type FloodgateErrorCode } from "../errors.ts";
