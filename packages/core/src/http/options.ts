@@ -32,7 +32,7 @@ import { parseIp, parseRange } from "./ip.ts";
 import { checkRuleOptions } from "./rule-options.ts";
 import type { RateLimitInfo } from "./info.ts";
 import type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
-import type { StoreErrorAction } from "./info.ts";
+import type { SkipReason, StoreErrorAction } from "./info.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
 export type { MaybePromise } from "../stores/store.ts";
@@ -200,6 +200,11 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
   /** Called with every denial; a promise it returns joins `info.pending`. */
   onLimited?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
+  /**
+   * Called for a request that is not counted at all, with why: `"skip"` returned true, the
+   * `allowList` has it, no rule (or `policy` function) limits it, or its cost was 0.
+   */
+  onSkipped?: (req: RateLimitRequest<Raw>, reason: SkipReason) => void;
   /** Where warnings go (default `console`). */
   logger?: Logger;
   /** Misconfiguration warnings: all (default), none, or by code. */
@@ -283,6 +288,7 @@ function specs(): OptionSpecs {
     ],
     onDecision: FUNCTION,
     onLimited: FUNCTION,
+    onSkipped: FUNCTION,
     logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
     warnings: [
       (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),

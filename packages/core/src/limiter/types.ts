@@ -23,6 +23,18 @@ export interface PolicyDecision {
   readonly retryAfterMs: number;
 }
 
+/** A policy whose warning threshold (`warnAt`) a request crossed. */
+export interface PolicyWarning {
+  /** The policy's name. */
+  readonly policy: string;
+  /** The fraction of the limit used that triggers the warning, e.g. 0.8. */
+  readonly threshold: number;
+  /** The policy's limit (a token bucket's capacity). */
+  readonly limit: number;
+  /** Whole units left after this request. */
+  readonly remaining: number;
+}
+
 /**
  * The answer to `limit()` or `peek()`. The top-level figures are those of the binding policy:
  * when denied, the denying policy with the longest wait; when allowed, the one with the fewest
@@ -43,6 +55,14 @@ export interface Decision {
   readonly policy: string;
   /** Every policy's own figures, in the order the policies were given. */
   readonly policies: readonly PolicyDecision[];
+  /**
+   * The shadow policies' own figures (`shadowPolicy`), in their order: decided and charged only
+   * when every enforced policy admits the request, never deciding it. Empty when the limiter has
+   * none, or when the enforced policies denied (the shadow ones were then not asked).
+   */
+  readonly shadow: readonly PolicyDecision[];
+  /** The `warnAt` thresholds this request crossed (usually none): once per crossing, not on every request after it. */
+  readonly warnings: readonly PolicyWarning[];
   /**
    * What this admission was charged into, for a late `refund(key, { charge })`; `undefined` for
    * denials and peeks. Opaque and JSON-serializable: keep it (or send it along) as it is.
