@@ -95,6 +95,8 @@ export interface Charge {
   readonly cost: number;
   /** Per policy, in the limiter's order: the window index, log timestamp or bucket time charged. */
   readonly marks: readonly number[];
+  /** Per shadow policy (`shadowPolicy`), when they were charged too: what they were charged into. */
+  readonly shadow?: readonly number[];
 }
 
 /** Options of {@link createRateLimiter}. */
@@ -128,6 +130,21 @@ export interface RateLimiterOptions {
    * (`LEASE_UNSUITABLE`).
    */
   leaseMs?: number;
+  /**
+   * Policies decided and charged in shadow: they never decide a request, and are reported in
+   * {@link Decision.shadow}. They are decided, as their own set in a namespace of their own
+   * (`<prefix>shadow:`), only when every enforced policy admits the request, and charged only when
+   * they admit it too: their count is what enforcing them would keep. Refunds, settlements,
+   * resets and penalties reach them too; blocks do not. Names must differ from the enforced ones'.
+   */
+  shadowPolicy?: Policy | readonly Policy[];
+  /**
+   * Warn when a request crosses a fraction of a policy's limit used (0.8: 80%), reported in
+   * {@link Decision.warnings} on the request that crosses it only: once per window for a window
+   * policy, once per crossing for a token bucket. One fraction for every policy (shadow ones
+   * too), or an object mapping policy names to fractions.
+   */
+  warnAt?: number | Readonly<Record<string, number>>;
 }
 
 /** Options of one `limit()` call. */
@@ -209,6 +226,10 @@ export interface RateLimiter {
   readonly mode: "exact" | "leased";
   /** The policies this limiter checks, in the order they were given. */
   readonly policies: readonly Policy[];
+  /** Its shadow policies (`shadowPolicy`), when it has any. */
+  readonly shadowPolicies?: readonly Policy[];
+  /** Its `warnAt` option, when it has one. */
+  readonly warnAt?: number | Readonly<Record<string, number>>;
   /** The store holding the state (the default memory store when none was given). */
   readonly store: RateLimitStore;
   /** The namespace of this limiter's keys in the store (default `"fg:"`). */
