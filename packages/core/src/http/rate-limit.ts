@@ -250,7 +250,9 @@ export function createHttpRateLimiter<Raw>(
       const limiter = counted.limiter;
       const answer = counted.reserves ? limiter.reserve(key, cost, req) : limiter.consume(key, cost, req);
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
-      const info = new RequestRateLimitInfo(outcome, key, rule.name, cost, counted.figures);
+      // Shadow mode, or outside the enforced fraction: decided and charged, never refused.
+      const enforced = rule.enforced === undefined || rule.enforced(key);
+      const info = new RequestRateLimitInfo(outcome, key, rule.name, cost, counted.figures, enforced);
       const decision = outcome.decision;
       // Leased mode: a lease refresh this decision started is work after the response too.
       if (decision?.source === "lease") {
@@ -258,7 +260,7 @@ export function createHttpRateLimiter<Raw>(
         track(decision.pending);
       }
       const headers: string[] = [];
-      if (decision !== undefined) counted.writeHeaders?.(decision, outcome.atMs, headers);
+      if (decision !== undefined && (enforced || rule.shadowHeaders)) counted.writeHeaders?.(decision, outcome.atMs, headers);
       const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, counted.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
@@ -275,7 +277,7 @@ export function createHttpRateLimiter<Raw>(
           warnings,
           rule.settledCost,
         )
-        : refundWhen !== undefined && info.allowed && decision !== undefined
+        : refundWhen !== undefined && decision !== undefined && decision.allowed
         ? (status) => refundWhen(req, status) ? limiter.refund(outcome.source, key, cost, decision.charge) : undefined
         : undefined;
       const untilEnd = end === undefined ? undefined : info.untilEnd();
