@@ -35,26 +35,32 @@ export const SUBJECT_NAMES = [
   "floodgate token bucket + sliding window (multi)",
 ] as const;
 
-/** [name, decide] per script, in the order of {@link SUBJECT_NAMES}. */
-export function instructionSubjects(core: Core, client: IORedis, tag: string): [string, (id: string) => Promise<unknown>][] {
+/** The database of the first subject (each has its own: see `connect` in test/support/redis-callgrind.ts). */
+export const FIRST_DB = 2;
+
+/**
+ * [name, decide] per script, in the order of {@link SUBJECT_NAMES}: subject i on `clients[i]`
+ * (a client of database FIRST_DB + i), its keys `i<i>:{user:N}`.
+ */
+export function instructionSubjects(core: Core, clients: readonly IORedis[]): [string, (id: string) => Promise<unknown>][] {
   const { createRateLimiter, fixedWindow, slidingLog, slidingWindow, tokenBucket } = core;
-  const store = core.redisStore({ client });
   const hour = { window: "1h" } as const;
-  const limiter = (policy: Parameters<Core["createRateLimiter"]>[0]["policy"], prefix: string) => {
-    const l = createRateLimiter({ policy, store, prefix: `${prefix}${tag}` });
+  let n = 0;
+  const limiter = (policy: Parameters<Core["createRateLimiter"]>[0]["policy"]) => {
+    const l = createRateLimiter({ policy, store: core.redisStore({ client: clients[n]! }), prefix: `i${n++}:` });
     return (id: string) => l.limit(id);
   };
   return [
-    ["floodgate fixed window", limiter(fixedWindow({ limit: 100_000_000, ...hour }), "i3")],
-    ["floodgate token bucket", limiter(tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 }), "i2")],
-    ["floodgate sliding window", limiter(slidingWindow({ limit: 100_000_000, ...hour }), "i1")],
-    ["floodgate sliding log", limiter(slidingLog({ limit: 100_000, ...hour }), "i4")],
+    ["floodgate fixed window", limiter(fixedWindow({ limit: 100_000_000, ...hour }))],
+    ["floodgate token bucket", limiter(tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 }))],
+    ["floodgate sliding window", limiter(slidingWindow({ limit: 100_000_000, ...hour }))],
+    ["floodgate sliding log", limiter(slidingLog({ limit: 100_000, ...hour }))],
     [
       "floodgate token bucket + sliding window (multi)",
       limiter([
         tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "a" }),
         slidingWindow({ limit: 100_000_000, ...hour, name: "b" }),
-      ], "i5"),
+      ]),
     ],
   ];
 }

@@ -44,7 +44,7 @@ import { BASELINE_SUFFIX, copies, type Core, loadCore } from "./copies.ts";
 import { startRedis } from "../test/support/redis-server.ts";
 import { callgrindAvailable, startCallgrindRedis } from "../test/support/redis-callgrind.ts";
 import { parts, slidingLogExpiry } from "./redis-parts.ts";
-import { COUNTED_IDS, COUNTING, type InstructionRecord, instructionSubjects, RECORD_FILE } from "./redis-subjects.ts";
+import { COUNTED_IDS, COUNTING, FIRST_DB, type InstructionRecord, instructionSubjects, RECORD_FILE, SUBJECT_NAMES } from "./redis-subjects.ts";
 import { startUpstashBridge } from "../packages/upstash-local/src/index.ts";
 
 const arg = (name: string, fallback: number): number => {
@@ -266,12 +266,16 @@ async function instructions(n: number, record: boolean): Promise<void> {
     subjects.push([
       "rate-limiter-flexible RateLimiterRedis (fixed window)",
       ((l) => (id: string) => l.consume(id))(
-        new RateLimiterRedis({ storeClient: client, points: 100_000_000, duration: 3600, keyPrefix: "i6" }),
+        new RateLimiterRedis({ storeClient: await cg.connect(1), points: 100_000_000, duration: 3600, keyPrefix: "i6" }),
       ),
     ]);
-    CORES.forEach(({ suffix, core }, n) => {
-      for (const [name, decide] of instructionSubjects(core, client, `${n}:`)) subjects.push([`${name}${suffix}`, decide]);
-    });
+    // Each subject in a database of its own: the working tree's in the ones the test uses.
+    let db = FIRST_DB;
+    for (const { suffix, core } of CORES) {
+      const clients = [];
+      for (let i = 0; i < SUBJECT_NAMES.length; i++) clients.push(await cg.connect(db++));
+      for (const [name, decide] of instructionSubjects(core, clients)) subjects.push([`${name}${suffix}`, decide]);
+    }
     const rows = [
       "| script (every decision admitted) | instructions per call in Redis | ÷ rate-limiter-flexible | Redis commands per decision |",
       "|---|---|---|---|",

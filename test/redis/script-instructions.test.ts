@@ -15,7 +15,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as core from "../../packages/core/src/index.ts";
-import { COUNTED_IDS, COUNTING, type InstructionRecord, instructionSubjects, RECORD_FILE, SUBJECT_NAMES } from "../../bench/redis-subjects.ts";
+import { COUNTED_IDS, COUNTING, FIRST_DB, type InstructionRecord, instructionSubjects, RECORD_FILE, SUBJECT_NAMES } from "../../bench/redis-subjects.ts";
 import { callgrindAvailable, type CallgrindRedis, startCallgrindRedis } from "../support/redis-callgrind.ts";
 
 const VALGRIND_MISSING =
@@ -26,9 +26,14 @@ const report = readFileSync(new URL("../../bench/README.md", import.meta.url), "
 
 describe("Redis scripts: instructions and commands per decision, against the recorded figures", () => {
   let cg: CallgrindRedis;
+  let subjects: ReturnType<typeof instructionSubjects>;
   beforeAll(async () => {
     if (!callgrindAvailable()) throw new Error(VALGRIND_MISSING);
     cg = await startCallgrindRedis();
+    // The databases the bench counts the working tree's subjects in (see bench/redis-subjects.ts).
+    const clients = [];
+    for (let i = 0; i < SUBJECT_NAMES.length; i++) clients.push(await cg.connect(FIRST_DB + i));
+    subjects = instructionSubjects(core, clients);
   }, 30_000);
   afterAll(() => cg?.stop());
 
@@ -44,7 +49,7 @@ describe("Redis scripts: instructions and commands per decision, against the rec
   });
 
   it.each(SUBJECT_NAMES)("%s: at most 5 % more instructions than recorded, no more commands", async (name) => {
-    const [, decide] = instructionSubjects(core, cg.client, "t").find(([n]) => n === name)!;
+    const [, decide] = subjects.find(([n]) => n === name)!;
     const counted = await cg.count(decide, COUNTED_IDS, COUNTING.decisions, COUNTING.warmUp);
     const recorded = record.scripts[name]!;
     const update = "if intended, run `node --import tsx bench/redis.ts --instructions --record` and update bench/README.md";
@@ -53,6 +58,7 @@ describe("Redis scripts: instructions and commands per decision, against the rec
         recorded.commands[command] ?? 0,
       );
     }
+    console.log(`${name}: ${counted.instructions} instructions per call (recorded ${recorded.instructions})`);
     if (cg.version !== record.redis) {
       console.log(`${name}: redis-server ${cg.version}, recorded on ${record.redis}: instructions not compared (${counted.instructions})`);
       return;
