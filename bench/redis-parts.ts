@@ -19,7 +19,10 @@ const PARTS: [string, string][] = [
   ['`SET key v "KEEPTTL"`', `redis.call("SET", KEYS[1], "1234567", "KEEPTTL") return 1`],
   ['`SET key v "PX" ms`', `redis.call("SET", KEYS[1], "1234567", "PX", "3600000") return 1`],
   ['`fmt("%d", 1796120238007111)` (string.format)', `local x = string.format("%d", 1796120238007111) return 1`],
-  ["`local floor, ceil, max, fmt = math.floor, …`", `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format return 1`],
+  [
+    "`local floor, ceil, max, fmt = math.floor, …`",
+    `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format return 1`,
+  ],
   ["returning a five-number table instead of 1", `return {1, 1, 99999999, 1700003600000, 0}`],
   ["returning a two-number table instead of 1", `return {1, 99999999}`],
 ];
@@ -66,10 +69,17 @@ export async function slidingLogExpiry(cg: CallgrindRedis, core: Core): Promise<
     now = T + 500;
     await limiter.limit("k");
     now = T + 1_000;
-    const { instructions, commands } = await cg.count(async () => {
-      const d = await limiter.limit("k", { cost: 2 });
-      if (!d.allowed || d.remaining !== n + 7) throw new Error(`sliding log: expected an admission with ${n + 7} remaining, got ${JSON.stringify(d)}`);
-    }, ["k"], 1, 0);
+    const { instructions, commands } = await cg.count(
+      async () => {
+        const d = await limiter.limit("k", { cost: 2 });
+        if (!d.allowed || d.remaining !== n + 7) {
+          throw new Error(`sliding log: expected an admission with ${n + 7} remaining, got ${JSON.stringify(d)}`);
+        }
+      },
+      ["k"],
+      1,
+      0,
+    );
     const list = Object.entries(commands).map(([cmd, calls]) => `${cmd} ${calls}`).join(", ");
     rows.push(`| ${n.toLocaleString("en-US")} | ${instructions.toLocaleString("en-US")} | ${list} |`);
   }

@@ -44,7 +44,15 @@ import { BASELINE_SUFFIX, copies, type Core, loadCore } from "./copies.ts";
 import { startRedis } from "../test/support/redis-server.ts";
 import { callgrindAvailable, startCallgrindRedis } from "../test/support/redis-callgrind.ts";
 import { parts, slidingLogExpiry } from "./redis-parts.ts";
-import { COUNTED_IDS, COUNTING, FIRST_DB, type InstructionRecord, instructionSubjects, RECORD_FILE, SUBJECT_NAMES } from "./redis-subjects.ts";
+import {
+  COUNTED_IDS,
+  COUNTING,
+  FIRST_DB,
+  type InstructionRecord,
+  instructionSubjects,
+  RECORD_FILE,
+  SUBJECT_NAMES,
+} from "./redis-subjects.ts";
 import { startUpstashBridge } from "../packages/upstash-local/src/index.ts";
 
 const arg = (name: string, fallback: number): number => {

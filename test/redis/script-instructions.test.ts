@@ -15,7 +15,15 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as core from "../../packages/core/src/index.ts";
-import { COUNTED_IDS, COUNTING, FIRST_DB, type InstructionRecord, instructionSubjects, RECORD_FILE, SUBJECT_NAMES } from "../../bench/redis-subjects.ts";
+import {
+  COUNTED_IDS,
+  COUNTING,
+  FIRST_DB,
+  type InstructionRecord,
+  instructionSubjects,
+  RECORD_FILE,
+  SUBJECT_NAMES,
+} from "../../bench/redis-subjects.ts";
 import { callgrindAvailable, type CallgrindRedis, startCallgrindRedis } from "../support/redis-callgrind.ts";
 
 const VALGRIND_MISSING =

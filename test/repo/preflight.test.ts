@@ -56,7 +56,9 @@ describe("npm test's system check", () => {
   });
 
   it("names only the missing package", () => {
-    const { status, out } = preflight(pathWith("apt-get", "redis-server", "redis-cli", "valgrind", "callgrind_control"), { FLOODGATE_TEST_PREFLIGHT_NOT_ROOT: "1" });
+    const { status, out } = preflight(pathWith("apt-get", "redis-server", "redis-cli", "valgrind", "callgrind_control"), {
+      FLOODGATE_TEST_PREFLIGHT_NOT_ROOT: "1",
+    });
     expect(status).toBe(1);
     expect(out).toContain("sudo apt-get install -y chromium\n");
     expect(out).not.toContain("redis-server");
