@@ -168,6 +168,22 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "a refund by status gives back to the shadow policy what it charged, once",
+    redis: true,
+    options: () => ({ policy: perMinute(10), shadowPolicy: perMinute(2, "strict"), skipFailedRequests: true }),
+    async run(app, env) {
+      // Failed requests are refunded: from the enforced policy and from the shadow one alike.
+      for (let i = 0; i < 4; i++) expect((await app.send("/api/x", { status: 500 })).status).toBe(500);
+      await Promise.all(env.decisions.map((d) => d.pending));
+      await app.send("/api/x");
+      await app.send("/api/x");
+      const third = await app.send("/api/x");
+      expect(third.status).toBe(200);
+      expect(env.decisions.slice(4).map((d) => d.outcome)).toEqual(["allowed", "allowed", "shadowLimited"]);
+      expect(env.decisions.slice(4).map((d) => d.remaining)).toEqual([9, 8, 7]);
+    },
+  },
+  {
     name: "warnAt: the request that crosses the threshold carries the warning, once per window",
     redis: true,
     options: () => ({ policy: perMinute(5), warnAt: 0.6 }),

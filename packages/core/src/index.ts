@@ -80,6 +80,7 @@ export type {
 export type { HandleOptions, RateLimitHandle } from "./http/rate-limit.ts";
 export type { RateLimitInfo } from "./http/result.ts";
 export type { DecisionOutcome, PolicyWarning, SkipReason } from "./http/info.ts";
+export type { RolloutOptions } from "./http/rollout-options.ts";
 export type { DecisionSource, StoreErrorAction } from "./http/store-errors.ts";
 export { HEADER_NAMES, type HeaderFormat } from "./http/headers.ts";
 export type { ProxyHeader, TrustProxy, TrustProxyPreset, TrustProxyPresetOptions } from "./http/client-ip.ts";

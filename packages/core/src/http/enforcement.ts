@@ -1,5 +1,6 @@
 import { FloodgateError } from "../errors.ts";
 import { WHERE } from "./options.ts";
+import type { RolloutOptions } from "./rollout-options.ts";
 
 // Shadow mode and gradual enforcement of a rule: whether a request's decision is enforced, from
 // the rule's (else the middleware's) `shadow` and `enforce` options. A client is in the enforced
@@ -7,11 +8,7 @@ import { WHERE } from "./options.ts";
 // and one in at 1% is in at 5% (the fraction is a threshold on the hash).
 
 /** The rollout options, as a rule or the middleware gives them. */
-export interface Rollout {
-  shadow?: boolean;
-  enforce?: number;
-  shadowHeaders?: boolean;
-}
+type Rollout = Pick<RolloutOptions, "shadow" | "enforce">;
 
 /** Whether the request of `key` is enforced; `undefined` when every request is (nothing to compute). */
 export type Enforcement = ((key: string) => boolean) | undefined;

@@ -23,6 +23,7 @@ export type {
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
 export type { DecisionOutcome, PolicyWarning, SkipReason } from "./info.ts";
+export type { RolloutOptions } from "./rollout-options.ts";
 export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
 export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-errors.ts";
 export { getRateLimit, settleAfterBody, toFetchResponse, withHeaders } from "./fetch.ts";

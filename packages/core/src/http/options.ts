@@ -31,6 +31,7 @@ import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
 import { checkRuleOptions } from "./rule-options.ts";
 import { WARN_AT } from "../limiter/warn-at.ts";
+import type { RolloutOptions } from "./rollout-options.ts";
 import type { RateLimitInfo } from "./info.ts";
 import type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
 import type { SkipReason, StoreErrorAction } from "./info.ts";
@@ -78,7 +79,7 @@ export interface SettledCost<Raw = unknown> {
 export type Cost<Raw = unknown> = number | CostFunction<Raw> | SettledCost<Raw>;
 
 /** One tier of limits. */
-export interface RuleOptions<Raw = unknown> {
+export interface RuleOptions<Raw = unknown> extends RolloutOptions {
   /** One policy or several, all checked atomically; or a function of the request returning them (plans). */
   policy?: Policy | readonly Policy[] | PolicyFunction<Raw>;
   /** A ready limiter instead of `policy` (its prefix is used as is). */
@@ -89,16 +90,6 @@ export interface RuleOptions<Raw = unknown> {
   key?: KeyFunction<Raw>;
   /** This rule's cost (default: the top-level `cost`, then 1). */
   cost?: Cost<Raw>;
-  /** Shadow mode for this rule (default: the top-level `shadow`); see {@link HttpRateLimitOptions.shadow}. */
-  shadow?: boolean;
-  /** The fraction of clients this rule is enforced for (default: the top-level `enforce`); see {@link HttpRateLimitOptions.enforce}. */
-  enforce?: number;
-  /** Rate-limit headers for requests in shadow (default: the top-level `shadowHeaders`, else false). */
-  shadowHeaders?: boolean;
-  /** Policies decided and charged in shadow beside `policy`; see {@link HttpRateLimitOptions.shadowPolicy}. */
-  shadowPolicy?: Policy | readonly Policy[];
-  /** This rule's warning thresholds (default: the top-level `warnAt`); see {@link HttpRateLimitOptions.warnAt}. */
-  warnAt?: number | Readonly<Record<string, number>>;
 }
 
 /** A rule: a policy, several policies, or {@link RuleOptions}. */
@@ -118,7 +109,7 @@ export interface HandlerResponse {
 export type LimitedResponse = HandlerResponse;
 
 /** Options shared by every Floodgate middleware (Hono, Express, Koa) and `withRateLimit`. */
-export interface HttpRateLimitOptions<Raw = unknown> {
+export interface HttpRateLimitOptions<Raw = unknown> extends RolloutOptions {
   /** A ready limiter for requests no rule matches. */
   limiter?: RateLimiter;
   /** Store of the limiters built from `policy` and `rules` (default a new `memoryStore()`). */
@@ -216,35 +207,6 @@ export interface HttpRateLimitOptions<Raw = unknown> {
    * `allowList` has it, no rule (or `policy` function) limits it, or its cost was 0.
    */
   onSkipped?: (req: RateLimitRequest<Raw>, reason: SkipReason) => void;
-  /**
-   * Shadow mode: every request is decided and charged as when enforced, but goes on even when it
-   * would have been limited (no 429, no `onLimited`, no rate-limit headers unless
-   * `shadowHeaders`); `info.outcome` is then `"shadowLimited"` and `info.shadowPolicy` names the
-   * policy. For every rule that does not set its own. Default false.
-   */
-  shadow?: boolean;
-  /**
-   * Gradual enforcement: the fraction of clients (0 to 1) whose requests are enforced, chosen by
-   * a stable hash of the key (the same client is always in or out at a given fraction, and one in
-   * at 0.01 is in at 0.05); the others are in shadow mode. For every rule that does not set its
-   * own. Default 1.
-   */
-  enforce?: number;
-  /** Send the rate-limit headers on requests in shadow mode too (never Retry-After). Default false. */
-  shadowHeaders?: boolean;
-  /**
-   * Policies decided and charged in shadow beside `policy` (see `createRateLimiter`'s
-   * `shadowPolicy`): they never change what `policy` decides; a request one of them would have
-   * limited goes on with `info.outcome` `"shadowLimited"`. Not with a ready `limiter` (give the
-   * limiter its own).
-   */
-  shadowPolicy?: Policy | readonly Policy[];
-  /**
-   * Warning thresholds (see `createRateLimiter`'s `warnAt`): a fraction of the limit used, or
-   * fractions by policy name. The request that crosses one has it in `info.warnings`, once per
-   * window (once per crossing for a token bucket). For every rule that does not set its own.
-   */
-  warnAt?: number | Readonly<Record<string, number>>;
   /** Where warnings go (default `console`). */
   logger?: Logger;
   /** Misconfiguration warnings: all (default), none, or by code. */
