@@ -21,6 +21,7 @@ import {
   type CallSignal,
   isThenable,
   type LeaseRequest,
+  type ManyCall,
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
@@ -148,6 +149,16 @@ class ResilientStoreImpl implements ResilientStore {
       nowMs,
       (signal) => this.inner.consume(set, key, cost, nowMs, signal),
       (late) => this.#late.charge(set, key, cost, nowMs, late as StoreResult),
+    );
+  }
+
+  /** A compound step, guarded as a consume: a late admission's charges go back, each into what it was charged in. */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number): MaybePromise<readonly StoreResult[] | undefined> {
+    const inner = this.inner;
+    return this.#call(
+      nowMs,
+      (signal) => (inner.consumeMany === undefined ? unsupported(inner, "consumeMany") : inner.consumeMany(calls, cost, nowMs, signal)),
+      (late) => late?.forEach((result, c) => this.#late.charge(calls[c]!.set, calls[c]!.key, cost, nowMs, result)),
     );
   }
 
