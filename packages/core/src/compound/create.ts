@@ -70,9 +70,11 @@ export function createCompoundLimiter<D extends string>(options: CompoundLimiter
     internals.push(inner);
   }
   const holding = dims.flatMap((d) => d.limiter.policies).find((p) => traitsOf(p).holdsUnits);
-  // One store step when every dimension is on one store that has one.
+  // One store step when every dimension is on one store that has one (called through the first
+  // dimension's resilience, when the limiters wrap it each in their own).
   const store: RateLimitStore = dims[0]!.limiter.store;
-  const native = dims.every((d) => d.limiter.store === store) && typeof unwrapStore(store).consumeMany === "function";
+  const bare = internals[0]!.bare;
+  const native = internals.every((i) => i.bare === bare) && typeof unwrapStore(store).consumeMany === "function";
   const clock = internals[0]!.clock;
 
   const keysOf = (keys: CompoundKeys<D>): Record<string, string> => {
@@ -92,8 +94,7 @@ export function createCompoundLimiter<D extends string>(options: CompoundLimiter
       checkKey(key);
       // Two dimensions on one store, prefix and key would share state: refused, not double-charged.
       for (let j = 0; j < i; j++) {
-        const other = dims[j]!.limiter;
-        if (other.store === dims[i]!.limiter.store && other.prefix === dims[i]!.limiter.prefix && out[dims[j]!.name] === key) {
+        if (internals[j]!.bare === internals[i]!.bare && dims[j]!.limiter.prefix === dims[i]!.limiter.prefix && out[dims[j]!.name] === key) {
           throw new FloodgateError(
             "INVALID_ARGUMENT",
             `Invalid keys: dimensions \`${dims[j]!.name}\` and \`${name}\` name the same key "${key}" under the same prefix and store; give each dimension its own prefix.`,
