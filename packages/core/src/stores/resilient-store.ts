@@ -74,7 +74,10 @@ export function resilientStore(store: RateLimitStore, options: ResilientStoreOpt
       `resilientStore(): received ${describeValue(store)} as the store; expected a store such as upstashStore() or redisStore().`,
     );
   }
-  return new ResilientStoreImpl(store, o);
+  const wrapped = new ResilientStoreImpl(store, o);
+  // A compound step the store lacks stays absent, so that a compound limiter sees it cannot.
+  if (typeof store.consumeMany !== "function") Object.defineProperty(wrapped, "consumeMany", { value: undefined });
+  return wrapped;
 }
 
 class ResilientStoreImpl implements ResilientStore {
@@ -157,7 +160,7 @@ class ResilientStoreImpl implements ResilientStore {
     const inner = this.inner;
     return this.#call(
       nowMs,
-      (signal) => (inner.consumeMany === undefined ? unsupported(inner, "consumeMany") : inner.consumeMany(calls, cost, nowMs, signal)),
+      (signal) => inner.consumeMany!(calls, cost, nowMs, signal),
       (late) => late?.forEach((result, c) => this.#late.charge(calls[c]!.set, calls[c]!.key, cost, nowMs, result)),
     );
   }

@@ -3,7 +3,6 @@ import type { CallSignal, ManyCall, StoreResult } from "../store.ts";
 import { compoundLua } from "./compound-lua.ts";
 import { baseKey, keysOf } from "./keys.ts";
 import { abandoned, isNoScript, isResult, storeError, unexpectedReply } from "./replies.ts";
-import type { ScriptTransport } from "./script-store.ts";
 
 /*
  * The Redis stores' compound step (RateLimitStore.consumeMany): one script call over every pair's
@@ -17,6 +16,12 @@ import type { ScriptTransport } from "./script-store.ts";
 export interface CompoundPart {
   readonly count: number;
   readonly multiTail: readonly string[];
+}
+
+/** The part of the store's transport a compound call uses (script-store.ts's `ScriptTransport`). */
+export interface CompoundTransport {
+  evalsha(sha: string, keys: string[], args: readonly string[]): Promise<unknown>;
+  eval(source: string, keys: string[], args: readonly string[]): Promise<unknown>;
 }
 
 /** Per transport: whether it refused keys in different slots once (a Redis Cluster). */
@@ -33,7 +38,7 @@ export function isCrossSlot(error: unknown): boolean {
 /** One compound script call: see the comment above and `RateLimitStore.consumeMany`. */
 export async function compoundCall(
   name: string,
-  transport: ScriptTransport,
+  transport: CompoundTransport,
   state: CompoundState,
   parts: readonly CompoundPart[],
   calls: readonly ManyCall[],
