@@ -1,4 +1,4 @@
-import type { Decision } from "../limiter/types.ts";
+import type { Decision, PolicyDecision } from "../limiter/types.ts";
 import { RESOLVED } from "../resolved.ts";
 import type { StoreSource } from "../stores/store.ts";
 import type { CompoundCharge, CompoundDecision, DimensionDecision } from "./types.ts";
@@ -8,20 +8,44 @@ import type { CompoundCharge, CompoundDecision, DimensionDecision } from "./type
  * as a multi-policy decision takes its binding policy's.
  */
 
-/** One dimension's figures, as a plain frozen object. */
-export function dimensionOf(dimension: string, key: string, d: Decision): DimensionDecision {
-  return Object.freeze({
-    dimension,
-    key,
-    allowed: d.allowed,
-    limit: d.limit,
-    remaining: d.remaining,
-    resetAt: d.resetAt,
-    retryAfterMs: d.allowed ? 0 : d.retryAfterMs,
-    policy: d.policy,
-    policies: d.policies,
-  });
+/**
+ * One dimension's figures: copied from its decision, whose `policies` (built on first read for a
+ * single-policy decision) are read only when asked for.
+ */
+class DimensionFigures implements DimensionDecision {
+  readonly dimension: string;
+  readonly key: string;
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+  readonly retryAfterMs: number;
+  readonly policy: string;
+  readonly #decision: Decision;
+
+  constructor(dimension: string, key: string, d: Decision) {
+    this.dimension = dimension;
+    this.key = key;
+    this.allowed = d.allowed;
+    this.limit = d.limit;
+    this.remaining = d.remaining;
+    this.resetAt = d.resetAt;
+    this.retryAfterMs = d.allowed ? 0 : d.retryAfterMs;
+    this.policy = d.policy;
+    this.#decision = d;
+  }
+
+  get policies(): readonly PolicyDecision[] {
+    return this.#decision.policies;
+  }
+
+  toJSON(): object {
+    return { ...this, policies: this.policies };
+  }
 }
+
+/** One dimension's figures. */
+export const dimensionOf = (dimension: string, key: string, d: Decision): DimensionDecision => new DimensionFigures(dimension, key, d);
 
 /**
  * The decision over `all` (in the dimensions' order). `allowed`: whether the request was
@@ -36,24 +60,50 @@ export function compoundDecision(
   source: StoreSource,
   pending: Promise<void> = RESOLVED,
 ): CompoundDecision {
-  let binding = all[0]!;
-  for (const d of all) {
-    if (allowed ? d.remaining < binding.remaining : !d.allowed && (binding.allowed || d.retryAfterMs > binding.retryAfterMs)) binding = d;
+  return new Compound(all, allowed, charge, source, pending);
+}
+
+class Compound implements CompoundDecision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+  readonly retryAfterMs: number;
+  readonly policy: string;
+  readonly dimension: string;
+  readonly dimensions: Readonly<Record<string, DimensionDecision>>;
+  readonly charge: CompoundCharge | undefined;
+  readonly source: StoreSource;
+  readonly pending: Promise<void>;
+  readonly #binding: DimensionDecision;
+
+  constructor(all: readonly DimensionDecision[], allowed: boolean, charge: CompoundCharge | undefined, source: StoreSource, pending: Promise<void>) {
+    let binding = all[0]!;
+    const dimensions: Record<string, DimensionDecision> = {};
+    for (const d of all) {
+      if (allowed ? d.remaining < binding.remaining : !d.allowed && (binding.allowed || d.retryAfterMs > binding.retryAfterMs)) binding = d;
+      dimensions[d.dimension] = d;
+    }
+    this.allowed = allowed;
+    this.limit = binding.limit;
+    this.remaining = binding.remaining;
+    this.resetAt = binding.resetAt;
+    this.retryAfterMs = allowed ? 0 : binding.retryAfterMs;
+    this.policy = binding.policy;
+    this.dimension = binding.dimension;
+    this.dimensions = dimensions;
+    this.charge = charge;
+    this.source = source;
+    this.pending = pending;
+    this.#binding = binding;
   }
-  const dimensions: Record<string, DimensionDecision> = {};
-  for (const d of all) dimensions[d.dimension] = d;
-  return Object.freeze({
-    allowed,
-    limit: binding.limit,
-    remaining: binding.remaining,
-    resetAt: binding.resetAt,
-    retryAfterMs: allowed ? 0 : binding.retryAfterMs,
-    policy: binding.policy,
-    policies: binding.policies,
-    dimension: binding.dimension,
-    dimensions: Object.freeze(dimensions),
-    charge,
-    source,
-    pending,
-  });
+
+  /** The binding dimension's policies. */
+  get policies(): readonly PolicyDecision[] {
+    return this.#binding.policies;
+  }
+
+  toJSON(): object {
+    return { ...this, policies: this.policies };
+  }
 }
