@@ -29,7 +29,8 @@ export function consumeAll(
       const charged = calls[back]!;
       const at = 1 + charged.set.policies.length * FIELDS_PER_POLICY;
       store.refund(charged.set, charged.key, cost, nowMs, results[back]!.slice(at));
-      results[back] = results[back]!.slice(0, at);
+      // Its figures as things stand, as for any pair of a refused step (nothing charged).
+      results[back] = decide(charged.set, charged.key, false);
     }
     // The rest only evaluated; one that denies is decided again charging, which charges nothing
     // and starts its policies' blocks, as a denied consume does.
