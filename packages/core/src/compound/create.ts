@@ -45,6 +45,11 @@ function invalid(what: string): never {
  * if (!decision.allowed) console.log(`${decision.dimension} is over its limit`);
  */
 export function createCompoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): CompoundLimiter<D> {
+  return compoundLimiter(options) as unknown as CompoundLimiter<D>;
+}
+
+/** The limiter, over dimension names as plain strings (the public type narrows them). */
+function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): CompoundLimiter<string> {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new FloodgateError("INVALID_OPTION", `${WHERE}: expected an options object, received ${describeValue(options)}. Accepted options: dimensions.`);
   }

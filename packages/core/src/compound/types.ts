@@ -48,11 +48,11 @@ export interface DimensionDecision {
  * binding dimension (when denied, the denying dimension with the longest wait; when allowed, the
  * one with the fewest units remaining), and every dimension's own figures.
  */
-export interface CompoundDecision extends Omit<Decision, "charge"> {
+export interface CompoundDecision<D extends string = string> extends Omit<Decision, "charge" | "source"> {
   /** Name of the binding dimension: the one that refused, or the closest to refusing. */
   readonly dimension: string;
   /** Every dimension's figures, by name. */
-  readonly dimensions: Readonly<Record<string, DimensionDecision>>;
+  readonly dimensions: Readonly<Record<D, DimensionDecision>>;
   /** What this admission was charged into, for `compound.refund(charge)`; `undefined` for a denial. */
   readonly charge: CompoundCharge | undefined;
   /** `"store"` for a store's answer; `"cache"` when a deny cache answered the refusal. */
@@ -73,9 +73,9 @@ export interface CompoundCharge {
 }
 
 /** What `compound.reserve()` gives: the decision and, when admitted, the handle to settle every dimension. */
-export interface CompoundReservation {
+export interface CompoundReservation<D extends string = string> {
   /** The decision; its `charge` is `undefined` (settle, do not refund). */
-  readonly decision: CompoundDecision;
+  readonly decision: CompoundDecision<D>;
   /** Per dimension, its reservation's id (as `limiter.settle(key, { id })` takes it); empty for a denial. */
   readonly ids: Readonly<Record<string, string>>;
   /** The keys it was reserved under. */
@@ -95,9 +95,9 @@ export interface CompoundLimiter<D extends string = string> {
    * one admits it; a denial charges none (see docs/compound-limits.md for what a refused
    * request may hold, briefly, on stores without a compound step).
    */
-  limit(keys: CompoundKeys<D>, options?: { cost?: number }): Promise<CompoundDecision>;
+  limit(keys: CompoundKeys<D>, options?: { cost?: number }): Promise<CompoundDecision<D>>;
   /** The decision a request of cost 1 would get now, charging nothing. */
-  peek(keys: CompoundKeys<D>): Promise<CompoundDecision>;
+  peek(keys: CompoundKeys<D>): Promise<CompoundDecision<D>>;
   /** Gives back a compound admission's units (default all of them), in every dimension, into what each was charged in. */
   refund(charge: CompoundCharge, options?: { cost?: number }): Promise<void>;
   /**
@@ -105,7 +105,7 @@ export interface CompoundLimiter<D extends string = string> {
    * reservation as `limiter.reserve()` makes it (a concurrency policy holds one unit), cancelled
    * again when another dimension refuses. Settle or cancel it when the work ends.
    */
-  reserve(keys: CompoundKeys<D>, options?: { estimate?: number; ttl?: number | string }): Promise<CompoundReservation>;
+  reserve(keys: CompoundKeys<D>, options?: { estimate?: number; ttl?: number | string }): Promise<CompoundReservation<D>>;
   /** Settles a compound reservation from anywhere, by its keys and ids: `actual: 0` cancels it. */
   settle(keys: CompoundKeys<D>, options: { ids: Readonly<Record<string, string>>; actual: number }): Promise<boolean>;
   /** Resolves once every settlement and refund the dimensions' limiters started has finished. */
