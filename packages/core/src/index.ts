@@ -89,6 +89,7 @@ export type {
 } from "./http/options.ts";
 export type { HandleOptions, RateLimitHandle } from "./http/rate-limit.ts";
 export type { RateLimitInfo } from "./http/result.ts";
+export type { DecisionOutcome, PolicyWarning, SkipReason } from "./http/info.ts";
 export type { DecisionSource, StoreErrorAction } from "./http/store-errors.ts";
 export { HEADER_NAMES, type HeaderFormat } from "./http/headers.ts";
 export type { ProxyHeader, TrustProxy, TrustProxyPreset, TrustProxyPresetOptions } from "./http/client-ip.ts";

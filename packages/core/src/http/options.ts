@@ -30,9 +30,10 @@ import { type ProxyHeader, type TrustProxy, trustProxySpec } from "./client-ip.t
 import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
 import { checkRuleOptions } from "./rule-options.ts";
+import { WARN_AT } from "../limiter/warn-at.ts";
 import type { RateLimitInfo } from "./info.ts";
 import type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
-import type { StoreErrorAction } from "./info.ts";
+import type { SkipReason, StoreErrorAction } from "./info.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
 export type { MaybePromise } from "../stores/store.ts";
@@ -88,6 +89,16 @@ export interface RuleOptions<Raw = unknown> {
   key?: KeyFunction<Raw>;
   /** This rule's cost (default: the top-level `cost`, then 1). */
   cost?: Cost<Raw>;
+  /** Shadow mode for this rule (default: the top-level `shadow`); see {@link HttpRateLimitOptions.shadow}. */
+  shadow?: boolean;
+  /** The fraction of clients this rule is enforced for (default: the top-level `enforce`); see {@link HttpRateLimitOptions.enforce}. */
+  enforce?: number;
+  /** Rate-limit headers for requests in shadow (default: the top-level `shadowHeaders`, else false). */
+  shadowHeaders?: boolean;
+  /** Policies decided and charged in shadow beside `policy`; see {@link HttpRateLimitOptions.shadowPolicy}. */
+  shadowPolicy?: Policy | readonly Policy[];
+  /** This rule's warning thresholds (default: the top-level `warnAt`); see {@link HttpRateLimitOptions.warnAt}. */
+  warnAt?: number | Readonly<Record<string, number>>;
 }
 
 /** A rule: a policy, several policies, or {@link RuleOptions}. */
@@ -200,6 +211,40 @@ export interface HttpRateLimitOptions<Raw = unknown> {
   onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
   /** Called with every denial; a promise it returns joins `info.pending`. */
   onLimited?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
+  /**
+   * Called for a request that is not counted at all, with why: `"skip"` returned true, the
+   * `allowList` has it, no rule (or `policy` function) limits it, or its cost was 0.
+   */
+  onSkipped?: (req: RateLimitRequest<Raw>, reason: SkipReason) => void;
+  /**
+   * Shadow mode: every request is decided and charged as when enforced, but goes on even when it
+   * would have been limited (no 429, no `onLimited`, no rate-limit headers unless
+   * `shadowHeaders`); `info.outcome` is then `"shadowLimited"` and `info.shadowPolicy` names the
+   * policy. For every rule that does not set its own. Default false.
+   */
+  shadow?: boolean;
+  /**
+   * Gradual enforcement: the fraction of clients (0 to 1) whose requests are enforced, chosen by
+   * a stable hash of the key (the same client is always in or out at a given fraction, and one in
+   * at 0.01 is in at 0.05); the others are in shadow mode. For every rule that does not set its
+   * own. Default 1.
+   */
+  enforce?: number;
+  /** Send the rate-limit headers on requests in shadow mode too (never Retry-After). Default false. */
+  shadowHeaders?: boolean;
+  /**
+   * Policies decided and charged in shadow beside `policy` (see `createRateLimiter`'s
+   * `shadowPolicy`): they never change what `policy` decides; a request one of them would have
+   * limited goes on with `info.outcome` `"shadowLimited"`. Not with a ready `limiter` (give the
+   * limiter its own).
+   */
+  shadowPolicy?: Policy | readonly Policy[];
+  /**
+   * Warning thresholds (see `createRateLimiter`'s `warnAt`): a fraction of the limit used, or
+   * fractions by policy name. The request that crosses one has it in `info.warnings`, once per
+   * window (once per crossing for a token bucket). For every rule that does not set its own.
+   */
+  warnAt?: number | Readonly<Record<string, number>>;
   /** Where warnings go (default `console`). */
   logger?: Logger;
   /** Misconfiguration warnings: all (default), none, or by code. */
@@ -210,7 +255,8 @@ export interface HttpRateLimitOptions<Raw = unknown> {
 export const WHERE = "rateLimit()";
 
 export const FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
-export const RULE_ACCEPTED = "a policy, an array of policies, or an object { policy | limiter, store?, key?, cost? }";
+export const RULE_ACCEPTED =
+  "a policy, an array of policies, or an object { policy | limiter, store?, key?, cost?, shadow?, enforce? (0 to 1), shadowHeaders?, shadowPolicy?, warnAt? (0 to 1, or by policy name) }";
 const POLICY_ACCEPTED = `${POLICIES_ACCEPTED}, or a function of the request returning one of those or undefined`;
 
 const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
@@ -225,7 +271,19 @@ function specs(): OptionSpecs {
   const isSettled = objectOf({ estimate: isUnits, actual: isFunction });
   const isCost = (v: unknown): boolean => isUnits(v) || (isSettled(v) === true && (v as SettledCost).estimate !== undefined);
   const isPolicyOption = (v: unknown): boolean => isPolicies(v) === true || isFunction(v) === true;
-  const isRule = objectOf({ policy: isPolicyOption, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
+  const isFractionOf1 = (v: unknown): boolean => typeof v === "number" && v >= 0 && v <= 1;
+  const isRule = objectOf({
+    policy: isPolicyOption,
+    limiter: isLimiter,
+    store: isStore,
+    key: isFunction,
+    cost: isCost,
+    shadow: isBoolean,
+    enforce: isFractionOf1,
+    shadowHeaders: isBoolean,
+    shadowPolicy: isPolicies,
+    warnAt: WARN_AT[0],
+  });
   const isFormat = oneOf(FORMATS);
   const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) });
   const bool: OptionSpec = [isBoolean, "a boolean"];
@@ -283,6 +341,12 @@ function specs(): OptionSpecs {
     ],
     onDecision: FUNCTION,
     onLimited: FUNCTION,
+    onSkipped: FUNCTION,
+    shadow: bool,
+    enforce: [isFractionOf1, "a fraction of clients from 0 to 1 (0.01: 1%; default 1, every client)"],
+    shadowHeaders: bool,
+    shadowPolicy: [isPolicies, `${POLICIES_ACCEPTED}, named apart from \`policy\`'s`],
+    warnAt: WARN_AT,
     logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
     warnings: [
       (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),
@@ -315,6 +379,13 @@ export function parseHttpOptions<Raw>(
   }
   checkRuleOptions((options as { rules?: unknown } | undefined)?.rules, WHERE);
   const o = parseOptions<HttpRateLimitOptions<Raw>>(options, WHERE, all, FOREIGN_OPTIONS);
+  if (o.limiter !== undefined && o.shadowPolicy !== undefined) {
+    throw invalidHttpOption(
+      "shadowPolicy",
+      o.shadowPolicy,
+      "`policy` beside it, not a ready `limiter` (create the limiter with its own `shadowPolicy`)",
+    );
+  }
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalidHttpOption(
       "limiter",

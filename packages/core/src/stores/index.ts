@@ -47,3 +47,5 @@ export {
 export { ALGORITHMS, POLICY_KINDS } from "../algorithms/registry.ts";
 export { type DenyCachedStore, type DenyCacheOptions, withDenyCache } from "./deny-cache/deny-cache-store.ts";
 export { revivePolicy } from "./revive.ts";
+export { overrideBlocked } from "./block.ts";
+export { leasedLimits } from "../leases/rules.ts";
