@@ -184,3 +184,24 @@ describe("blocks in a compound step", () => {
     }
   });
 });
+
+describe("dimensions with shadow policies", () => {
+  it("are decided through their own limiter (one by one), their shadow figures reported", async () => {
+    const store = memoryStore();
+    const q = createCompoundLimiter({
+      dimensions: {
+        user: createRateLimiter({ policy: fixedWindow({ limit: 5, window: "1m" }), shadowPolicy: fixedWindow({ limit: 1, window: "1m", name: "tighter" }), store, prefix: "su:" }),
+        org: createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }), store, prefix: "so:" }),
+      },
+    });
+    expect(q.path).toBe("ordered");
+    const first = await q.limit({ user: "u", org: "o" });
+    expect(first.allowed).toBe(true);
+    expect(first.shadow.map((p) => p.policy)).toEqual(["tighter"]);
+    await q.limit({ user: "u", org: "o" });
+    const third = await q.limit({ user: "u", org: "o" });
+    expect(third.allowed).toBe(false);
+    expect(third.dimension).toBe("org");
+    expect((await q.dimensions.user.peek("u")).remaining).toBe(3); // the refusal gave the user's unit back
+  });
+});

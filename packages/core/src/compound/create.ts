@@ -16,6 +16,11 @@ import type {
   CompoundReservation,
 } from "./types.ts";
 
+/** Whether `v` has a limiter's operations (one made by createRateLimiter, plain or observed). */
+const isLimiter = (v: unknown): v is RateLimiter =>
+  typeof v === "object" && v !== null &&
+  ["limit", "decide", "peek", "refund", "reserve", "settle", "flush"].every((m) => typeof (v as Record<string, unknown>)[m] === "function");
+
 /** Most dimensions of one compound limiter. */
 export const MAX_DIMENSIONS = 16;
 
@@ -63,11 +68,15 @@ function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): 
   const names = Object.keys(given);
   if (names.length < 1 || names.length > MAX_DIMENSIONS) invalid(`received ${names.length} dimensions; expected 1 to ${MAX_DIMENSIONS}.`);
   const dims: Dimension[] = [];
-  const internals: LimiterInternals[] = [];
+  const internals: (LimiterInternals | undefined)[] = [];
   for (const name of names) {
     const limiter = given[name]!;
     const inner = typeof limiter === "object" && limiter !== null ? internalsOf(limiter) : undefined;
-    if (inner === undefined) invalid(`dimension "${name}" is ${describeValue(limiter)}; expected a limiter made by createRateLimiter().`);
+    // A limiter with shadow policies or `warnAt` makes its own decisions: it is decided on the
+    // one-by-one path, through its own calls.
+    if (inner === undefined && !isLimiter(limiter)) {
+      invalid(`dimension "${name}" is ${describeValue(limiter)}; expected a limiter made by createRateLimiter().`);
+    }
     if (limiter.mode !== "exact") {
       invalid(`dimension "${name}" is a leased limiter; a compound decision charges every dimension exactly: use mode "exact" (the default).`);
     }
@@ -78,9 +87,10 @@ function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): 
   // One store step when every dimension is on one store that has one (called through the first
   // dimension's resilience, when the limiters wrap it each in their own).
   const store: RateLimitStore = dims[0]!.limiter.store;
-  const bare = internals[0]!.bare;
-  const native = internals.every((i) => i.bare === bare) && typeof unwrapStore(store).consumeMany === "function";
-  const clock = internals[0]!.clock;
+  const bare = internals[0]?.bare;
+  const native = bare !== undefined && internals.every((i) => i?.bare === bare) && typeof unwrapStore(store).consumeMany === "function";
+  const clock = internals[0]?.clock ?? Date.now;
+  const storeOf = (i: number): RateLimitStore => internals[i]?.bare ?? unwrapStore(dims[i]!.limiter.store);
 
   const keysOf = (keys: CompoundKeys<D>): Record<string, string> => {
     if (typeof keys !== "object" || keys === null) {
@@ -99,7 +109,7 @@ function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): 
       checkKey(key);
       // Two dimensions on one store, prefix and key would share state: refused, not double-charged.
       for (let j = 0; j < i; j++) {
-        if (internals[j]!.bare === internals[i]!.bare && dims[j]!.limiter.prefix === dims[i]!.limiter.prefix && out[dims[j]!.name] === key) {
+        if (storeOf(j) === storeOf(i) && dims[j]!.limiter.prefix === dims[i]!.limiter.prefix && out[dims[j]!.name] === key) {
           throw new FloodgateError(
             "INVALID_ARGUMENT",
             `Invalid keys: dimensions \`${dims[j]!.name}\` and \`${name}\` name the same key "${key}" under the same prefix and store; give each dimension its own prefix.`,

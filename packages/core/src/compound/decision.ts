@@ -1,4 +1,4 @@
-import type { Decision, PolicyDecision } from "../limiter/types.ts";
+import type { Decision, PolicyDecision, PolicyWarning } from "../limiter/types.ts";
 import { RESOLVED } from "../resolved.ts";
 import type { StoreSource } from "../stores/store.ts";
 import type { CompoundCharge, CompoundDecision, DimensionDecision } from "./types.ts";
@@ -37,6 +37,14 @@ class DimensionFigures implements DimensionDecision {
 
   get policies(): readonly PolicyDecision[] {
     return this.#decision.policies;
+  }
+
+  get shadow(): readonly PolicyDecision[] {
+    return this.#decision.shadow ?? [];
+  }
+
+  get warnings(): readonly PolicyWarning[] {
+    return this.#decision.warnings ?? [];
   }
 
   toJSON(): object {
@@ -101,6 +109,14 @@ class Compound implements CompoundDecision {
   /** The binding dimension's policies. */
   get policies(): readonly PolicyDecision[] {
     return this.#binding.policies;
+  }
+
+  get shadow(): readonly PolicyDecision[] {
+    return Object.values(this.dimensions).flatMap((d) => d.shadow);
+  }
+
+  get warnings(): readonly PolicyWarning[] {
+    return Object.values(this.dimensions).flatMap((d) => d.warnings);
   }
 
   toJSON(): object {

@@ -1,4 +1,4 @@
-import type { Decision, PolicyDecision, RateLimiter } from "../limiter/types.ts";
+import type { Decision, PolicyDecision, PolicyWarning, RateLimiter } from "../limiter/types.ts";
 import type { StoreSource } from "../stores/store.ts";
 
 /*
@@ -41,6 +41,10 @@ export interface DimensionDecision {
   readonly policy: string;
   /** Every policy of the dimension, in its limiter's order. */
   readonly policies: readonly PolicyDecision[];
+  /** Its limiter's shadow policies' figures (`shadowPolicy`), as its own decision has them. */
+  readonly shadow: readonly PolicyDecision[];
+  /** The `warnAt` thresholds this request crossed in this dimension. */
+  readonly warnings: readonly PolicyWarning[];
 }
 
 /**
@@ -48,7 +52,11 @@ export interface DimensionDecision {
  * binding dimension (when denied, the denying dimension with the longest wait; when allowed, the
  * one with the fewest units remaining), and every dimension's own figures.
  */
-export interface CompoundDecision<D extends string = string> extends Omit<Decision, "charge" | "source"> {
+export interface CompoundDecision<D extends string = string> extends Omit<Decision, "charge" | "source" | "shadow" | "warnings"> {
+  /** Every dimension's shadow figures, dimension after dimension. */
+  readonly shadow: readonly PolicyDecision[];
+  /** Every dimension's crossed `warnAt` thresholds, dimension after dimension. */
+  readonly warnings: readonly PolicyWarning[];
   /** Name of the binding dimension: the one that refused, or the closest to refusing. */
   readonly dimension: string;
   /** Every dimension's figures, by name. */
