@@ -60,6 +60,16 @@ export {
   type RefundOptions,
 } from "./limiter/index.ts";
 export type { Reservation, ReserveOptions, SettleOptions } from "./limiter/index.ts";
+export {
+  type CompoundCharge,
+  type CompoundDecision,
+  type CompoundKeys,
+  type CompoundLimiter,
+  type CompoundLimiterOptions,
+  type CompoundReservation,
+  createCompoundLimiter,
+  type DimensionDecision,
+} from "./compound/index.ts";
 export { type FetchHandler, getRateLimit, type RateLimitedFetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 export { ipKey, type IpKeyOptions } from "./http/ip-key.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.

@@ -26,6 +26,7 @@ import {
   OPTIONS,
 } from "./checks.ts";
 import { linkReservation, MultiDecision, setPending, SingleDecision, singleDecision } from "./decisions.ts";
+import { keepInternals } from "./internals.ts";
 import { ReservationImpl, type ReservationVia } from "./reservation.ts";
 import { observedLimiter, observes } from "./observed.ts";
 import type {
@@ -261,6 +262,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await leases;
     },
   });
+  keepInternals(limiter, { set, clock, bare, toDecision });
   async function refundNow(key: string, options?: RefundOptions): Promise<void> {
     {
       checkKey(key);

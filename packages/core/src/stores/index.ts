@@ -16,6 +16,7 @@ export {
   type LeaseRequest,
   type LeaseReturn,
   type LocalStoreResult,
+  type ManyCall,
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
