@@ -52,7 +52,10 @@ function subjects(store: RateLimitStore): Record<"compound" | "4 × limit()", (i
   const ip = createRateLimiter({ policy: tokenBucket({ capacity: big, refillRate: 1_000_000 }), store, prefix: "i:" });
   const global = createRateLimiter({ policy: fixedWindow({ limit: big, window: "1s" }), store, prefix: "g:" });
   const compound = createCompoundLimiter({ dimensions: { user, org, ip, global } });
-  const keys = Array.from({ length: 1000 }, (_, i) => ({ user: `user:${i}`, org: `org:${i % 100}`, ip: `10.0.${i >> 8}.${i & 255}`, global: "all" }));
+  const keys = Array.from(
+    { length: 1000 },
+    (_, i) => ({ user: `user:${i}`, org: `org:${i % 100}`, ip: `10.0.${i >> 8}.${i & 255}`, global: "all" }),
+  );
   return {
     compound: (i) => compound.limit(keys[i % 1000]!),
     "4 × limit()": async (i) => {
@@ -149,7 +152,8 @@ const rows: string[] = [];
     let calls = 0;
     for (const m of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== "config" && m[1] !== "info") calls += Number(m[2]);
     // Commands run inside scripts are counted too: keep the client's own (EVALSHA and EVAL).
-    trips[name] = (Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(stats)?.[1] ?? 0)) / 1000;
+    trips[name] = (Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(stats)?.[1] ?? 0)) /
+      1000;
   }
   for (let r = 0; r < ROUNDS; r++) {
     for (const name of names) {
@@ -169,8 +173,12 @@ const rows: string[] = [];
   }
 }
 
-console.log(`node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}; ${ROUNDS} rounds, median\n`);
-console.log("| store | 4 dimensions decided by | round trips per decision | instructions per decision (this process) | instructions per decision inside Redis | decisions/s, 1 in flight | decisions/s, 16 in flight |");
+console.log(
+  `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}; ${ROUNDS} rounds, median\n`,
+);
+console.log(
+  "| store | 4 dimensions decided by | round trips per decision | instructions per decision (this process) | instructions per decision inside Redis | decisions/s, 1 in flight | decisions/s, 16 in flight |",
+);
 console.log("|---|---|---|---|---|---|---|");
 for (const row of rows) console.log(row);
 
@@ -211,7 +219,9 @@ async function redisInstructions(n = 1000): Promise<Record<string, number>> {
       await loop(s[name], n);
       const label = `s${Object.keys(out).length}`;
       execFileSync("callgrind_control", ["-d", label, String(pid)], { stdio: "ignore" });
-      const dump = readdirSync(dir).map((f) => readFileSync(path.join(dir, f), "utf8")).find((t) => t.includes(`\ndesc: Trigger: dump ${label}\n`));
+      const dump = readdirSync(dir).map((f) => readFileSync(path.join(dir, f), "utf8")).find((t) =>
+        t.includes(`\ndesc: Trigger: dump ${label}\n`)
+      );
       out[name] = Number(dump?.match(/^summary: (\d+)$/m)?.[1]) / n;
     }
   } finally {

@@ -27,7 +27,9 @@ const policyArb: fc.Arbitrary<Policy> = fc.oneof(
     .map(({ kind, limit, window }) => example(kind, limit, window)),
   fc.record({ capacity: fc.integer({ min: 1, max: 8 }), refillRate: fc.constantFrom(1, 2.5, 3, 10, 7, 40) }).map((o) => tokenBucket(o)),
 );
-const setArb = fc.array(policyArb, { minLength: 1, maxLength: 2 }).map((ps) => ps.map((p, i) => Object.freeze({ ...p, name: `${p.name}#${i}` })));
+const setArb = fc.array(policyArb, { minLength: 1, maxLength: 2 }).map((ps) =>
+  ps.map((p, i) => Object.freeze({ ...p, name: `${p.name}#${i}` }))
+);
 /** 2 to 4 dimensions, each with its own policy set. */
 const dimsArb = fc.array(setArb, { minLength: 2, maxLength: 4 });
 const stepArb = fc.record({
@@ -42,14 +44,19 @@ const NAMES = ["user", "org", "ip", "global"];
 function limiters(sets: readonly Policy[][], clock: () => number, shared: boolean): Record<string, RateLimiter> {
   const store = memoryStore();
   return Object.fromEntries(
-    sets.map((policy, d) => [NAMES[d]!, createRateLimiter({ policy, clock, store: shared ? store : memoryStore(), prefix: `${NAMES[d]}:` })]),
+    sets.map((
+      policy,
+      d,
+    ) => [NAMES[d]!, createRateLimiter({ policy, clock, store: shared ? store : memoryStore(), prefix: `${NAMES[d]}:` })]),
   );
 }
 
-describe.each([
-  ["one memory store (the compound store step)", true, "store"],
-  ["a memory store per dimension (one by one, given back on a refusal)", false, "ordered"],
-] as const)("compound decisions on %s agree with the reference models", (_, shared, path) => {
+describe.each(
+  [
+    ["one memory store (the compound store step)", true, "store"],
+    ["a memory store per dimension (one by one, given back on a refusal)", false, "ordered"],
+  ] as const,
+)("compound decisions on %s agree with the reference models", (_, shared, path) => {
   it("decision for decision, on random traces of times, keys, costs and dimensions", async () => {
     await fc.assert(
       fc.asyncProperty(dimsArb, fc.array(stepArb, { minLength: 1, maxLength: 50 }), async (sets, steps) => {
@@ -105,11 +112,17 @@ describe("compound decisions under concurrency, dimensions charged one by one", 
   it("never admit more than a dimension's limit, and leave refused requests' units nowhere once given back", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ kind: fc.integer({ min: 0, max: 3 }), limit: fc.integer({ min: 1, max: 12 }) }), { minLength: 2, maxLength: 4 }),
-        fc.array(fc.record({ keys: fc.array(fc.constantFrom("a", "b"), { minLength: 4, maxLength: 4 }), cost: fc.integer({ min: 1, max: 3 }) }), {
-          minLength: 1,
-          maxLength: 40,
+        fc.array(fc.record({ kind: fc.integer({ min: 0, max: 3 }), limit: fc.integer({ min: 1, max: 12 }) }), {
+          minLength: 2,
+          maxLength: 4,
         }),
+        fc.array(
+          fc.record({ keys: fc.array(fc.constantFrom("a", "b"), { minLength: 4, maxLength: 4 }), cost: fc.integer({ min: 1, max: 3 }) }),
+          {
+            minLength: 1,
+            maxLength: 40,
+          },
+        ),
         async (dims, requests) => {
           const now = START;
           const sets = dims.map(({ kind, limit }) => [windowKinds[kind]!(limit)]);

@@ -53,7 +53,9 @@ describe.each(settings)("compound limits on %s", (_, stores, path) => {
     const prefix = uniquePrefix();
     return createCompoundLimiter({
       dimensions: Object.fromEntries(
-        Object.entries(dims).map(([name, policy]) => [name, createRateLimiter({ policy, store: storeOf(), prefix: `${prefix}${name}:`, clock: () => now })]),
+        Object.entries(dims).map((
+          [name, policy],
+        ) => [name, createRateLimiter({ policy, store: storeOf(), prefix: `${prefix}${name}:`, clock: () => now })]),
       ),
     });
   };
@@ -118,7 +120,10 @@ describe.each(settings)("compound limits on %s", (_, stores, path) => {
 
   it("reservations across dimensions: concurrency units held in every dimension, released by settle", async () => {
     now = T0 + 3 * 86_400_000;
-    const q = make({ user: concurrency({ limit: 1, timeout: "1m" }), org: [concurrency({ limit: 2, timeout: "1m" }), fixedWindow({ limit: 10, window: "1h" })] });
+    const q = make({
+      user: concurrency({ limit: 1, timeout: "1m" }),
+      org: [concurrency({ limit: 2, timeout: "1m" }), fixedWindow({ limit: 10, window: "1h" })],
+    });
     await expect(q.limit({ user: "a", org: "o" })).rejects.toThrow(/concurrency policy/);
     const a = await q.reserve({ user: "a", org: "o" }, { estimate: 3 });
     expect(a.decision.allowed).toBe(true);
@@ -143,7 +148,9 @@ describe.each(settings)("compound limits on %s", (_, stores, path) => {
     await expect(q.limit(keys, { cost: 0 })).rejects.toThrow(FloodgateError);
     expect(() => createCompoundLimiter({ dimensions: {} })).toThrow(/expected 1 to 16/);
     expect(() => createCompoundLimiter({ dimensions: { a: {} as never } })).toThrow(/made by createRateLimiter/);
-    expect(() => createCompoundLimiter({ dimensions: { a: createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1s" }) }) }, x: 1 } as never)).toThrow(
+    expect(() =>
+      createCompoundLimiter({ dimensions: { a: createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1s" }) }) }, x: 1 } as never)
+    ).toThrow(
       /unknown option `x`/,
     );
     const store = memoryStore();
@@ -164,7 +171,12 @@ describe("blocks in a compound step", () => {
       const prefix = uniquePrefix();
       const q = createCompoundLimiter({
         dimensions: {
-          login: createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m", block: "10m" }), store, prefix: `${prefix}l:`, clock: () => now }),
+          login: createRateLimiter({
+            policy: fixedWindow({ limit: 2, window: "1m", block: "10m" }),
+            store,
+            prefix: `${prefix}l:`,
+            clock: () => now,
+          }),
           ip: createRateLimiter({ policy: fixedWindow({ limit: 100, window: "1m" }), store, prefix: `${prefix}i:`, clock: () => now }),
         },
       });
@@ -190,7 +202,12 @@ describe("dimensions with shadow policies", () => {
     const store = memoryStore();
     const q = createCompoundLimiter({
       dimensions: {
-        user: createRateLimiter({ policy: fixedWindow({ limit: 5, window: "1m" }), shadowPolicy: fixedWindow({ limit: 1, window: "1m", name: "tighter" }), store, prefix: "su:" }),
+        user: createRateLimiter({
+          policy: fixedWindow({ limit: 5, window: "1m" }),
+          shadowPolicy: fixedWindow({ limit: 1, window: "1m", name: "tighter" }),
+          store,
+          prefix: "su:",
+        }),
         org: createRateLimiter({ policy: fixedWindow({ limit: 2, window: "1m" }), store, prefix: "so:" }),
       },
     });

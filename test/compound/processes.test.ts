@@ -34,14 +34,22 @@ const exited = (child: ChildProcess): Promise<void> =>
   new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
 
 /** Runs the workers once; answers what they admitted and bound, and the path they took. */
-async function race(env: Record<string, string>, prefix: string): Promise<{ admitted: number; bound: Record<string, number>; paths: Set<string> }> {
-  const workers = Array.from({ length: PROCESSES }, () =>
-    fork(WORKER, [], { execArgv: ["--import", "tsx"], env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] }));
+async function race(
+  env: Record<string, string>,
+  prefix: string,
+): Promise<{ admitted: number; bound: Record<string, number>; paths: Set<string> }> {
+  const workers = Array.from(
+    { length: PROCESSES },
+    () =>
+      fork(WORKER, [], { execArgv: ["--import", "tsx"], env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit", "ipc"] }),
+  );
   try {
     for (const r of await Promise.all(workers.map(nextMessage))) expect(r.type).toBe("ready");
     const replies = workers.map(nextMessage);
     workers.forEach((w, i) =>
-      w.send({ type: "run", prefix, calls: CALLS, orgLimit: ORG_LIMIT, globalLimit: GLOBAL_LIMIT, me: String(i + 1) } satisfies WorkerMessage)
+      w.send(
+        { type: "run", prefix, calls: CALLS, orgLimit: ORG_LIMIT, globalLimit: GLOBAL_LIMIT, me: String(i + 1) } satisfies WorkerMessage,
+      )
     );
     let admitted = 0;
     const bound: Record<string, number> = {};

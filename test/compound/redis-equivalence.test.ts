@@ -17,7 +17,9 @@ const setsArb = fc.array(
   fc.tuple(
     policySets({ maxLimit: 6, windows: [1, 3, 10, 50], rates: [1, 0.5, 0.2], minPolicies: 1, maxPolicies: 2 }),
     fc.boolean(),
-  ).map(([policies, blocks]) => (blocks ? [...policies, fixedWindow({ limit: 3, window: "1m", block: "10m", name: "blocking" })] : policies)),
+  ).map((
+    [policies, blocks],
+  ) => (blocks ? [...policies, fixedWindow({ limit: 3, window: "1m", block: "10m", name: "blocking" })] : policies)),
   { minLength: 2, maxLength: 4 },
 );
 const stepArb = fc.record({

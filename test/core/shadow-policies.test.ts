@@ -47,7 +47,12 @@ describe.each(["memory", "redis"] as const)("shadow policies on the %s store", (
       clock,
     });
     // The same policy enforced, on its own, as the reference.
-    const reference = createRateLimiter({ policy: fixedWindow({ limit: 3, window: "1h", name: "strict" }), store, prefix: `${prefix}ref:`, clock });
+    const reference = createRateLimiter({
+      policy: fixedWindow({ limit: 3, window: "1h", name: "strict" }),
+      store,
+      prefix: `${prefix}ref:`,
+      clock,
+    });
     const seen: Decision[] = [];
     for (let i = 0; i < 7; i++) {
       const d = await limiter.limit("k");

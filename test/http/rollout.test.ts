@@ -44,8 +44,7 @@ const figures = (info: RateLimitInfo) => ({
 });
 
 /** The handler's view, where the target hands it the info (withRateLimit's test handler does not). */
-const handlerSaw = (body: string): { outcome?: string; shadowPolicy?: string; enforced?: boolean } | null =>
-  JSON.parse(body).rateLimit;
+const handlerSaw = (body: string): { outcome?: string; shadowPolicy?: string; enforced?: boolean } | null => JSON.parse(body).rateLimit;
 
 const SCENARIOS: Scenario[] = [
   {
@@ -237,7 +236,11 @@ const REFUSED: { name: string; options: Record<string, unknown>; message: string
   { name: "enforce above 1", options: { enforce: 1.5 }, message: "`enforce`: received 1.5; expected a fraction of clients from 0 to 1" },
   { name: "shadow and enforce together", options: { shadow: true, enforce: 0.5 }, message: "`shadow: true` and `enforce` both given" },
   { name: "warnAt 0", options: { warnAt: 0 }, message: "`warnAt`: received 0; expected a fraction of the limit used" },
-  { name: "a rule's misspelt option", options: { rules: { "GET /api/x": { policy: perMinute(1), shaddow: true } } }, message: "did you mean `shadow`" },
+  {
+    name: "a rule's misspelt option",
+    options: { rules: { "GET /api/x": { policy: perMinute(1), shaddow: true } } },
+    message: "did you mean `shadow`",
+  },
   {
     name: "a warnAt naming no policy",
     options: { warnAt: { "1-per-1mn": 0.5 } },

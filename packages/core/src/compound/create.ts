@@ -56,10 +56,15 @@ export function createCompoundLimiter<D extends string>(options: CompoundLimiter
 /** The limiter, over dimension names as plain strings (the public type narrows them). */
 function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): CompoundLimiter<string> {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new FloodgateError("INVALID_OPTION", `${WHERE}: expected an options object, received ${describeValue(options)}. Accepted options: dimensions.`);
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `${WHERE}: expected an options object, received ${describeValue(options)}. Accepted options: dimensions.`,
+    );
   }
   for (const name in options) {
-    if (name !== "dimensions") throw new FloodgateError("INVALID_OPTION", `${WHERE}: unknown option \`${name}\`; accepted options: dimensions.`);
+    if (name !== "dimensions") {
+      throw new FloodgateError("INVALID_OPTION", `${WHERE}: unknown option \`${name}\`; accepted options: dimensions.`);
+    }
   }
   const given = options.dimensions as Readonly<Record<string, RateLimiter>> | undefined;
   if (typeof given !== "object" || given === null || Array.isArray(given)) {
@@ -78,7 +83,9 @@ function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): 
       invalid(`dimension "${name}" is ${describeValue(limiter)}; expected a limiter made by createRateLimiter().`);
     }
     if (limiter.mode !== "exact") {
-      invalid(`dimension "${name}" is a leased limiter; a compound decision charges every dimension exactly: use mode "exact" (the default).`);
+      invalid(
+        `dimension "${name}" is a leased limiter; a compound decision charges every dimension exactly: use mode "exact" (the default).`,
+      );
     }
     dims.push({ name, limiter });
     internals.push(inner);
@@ -94,25 +101,38 @@ function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): 
 
   const keysOf = (keys: CompoundKeys<D>): Record<string, string> => {
     if (typeof keys !== "object" || keys === null) {
-      throw new FloodgateError("INVALID_ARGUMENT", `Invalid keys: received ${describeValue(keys)}; expected an object with a key for every dimension (${names.join(", ")}).`);
+      throw new FloodgateError(
+        "INVALID_ARGUMENT",
+        `Invalid keys: received ${describeValue(keys)}; expected an object with a key for every dimension (${names.join(", ")}).`,
+      );
     }
     const out: Record<string, string> = {};
     for (const name in keys) {
       if (!Object.hasOwn(given, name)) {
-        throw new FloodgateError("INVALID_ARGUMENT", `Invalid keys: \`${name}\` is no dimension of this limiter; its dimensions are ${names.join(", ")}.`);
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `Invalid keys: \`${name}\` is no dimension of this limiter; its dimensions are ${names.join(", ")}.`,
+        );
       }
     }
     for (let i = 0; i < dims.length; i++) {
       const name = dims[i]!.name;
       const key = (keys as Record<string, unknown>)[name];
-      if (key === undefined) throw new FloodgateError("INVALID_ARGUMENT", `Invalid keys: no key for dimension \`${name}\`; every dimension (${names.join(", ")}) needs one.`);
+      if (key === undefined) {
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `Invalid keys: no key for dimension \`${name}\`; every dimension (${names.join(", ")}) needs one.`,
+        );
+      }
       checkKey(key);
       // Two dimensions on one store, prefix and key would share state: refused, not double-charged.
       for (let j = 0; j < i; j++) {
         if (storeOf(j) === storeOf(i) && dims[j]!.limiter.prefix === dims[i]!.limiter.prefix && out[dims[j]!.name] === key) {
           throw new FloodgateError(
             "INVALID_ARGUMENT",
-            `Invalid keys: dimensions \`${dims[j]!.name}\` and \`${name}\` name the same key "${key}" under the same prefix and store; give each dimension its own prefix.`,
+            `Invalid keys: dimensions \`${
+              dims[j]!.name
+            }\` and \`${name}\` name the same key "${key}" under the same prefix and store; give each dimension its own prefix.`,
           );
         }
       }
@@ -214,7 +234,9 @@ function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): 
       ) {
         throw new FloodgateError(
           "INVALID_ARGUMENT",
-          `Invalid compound charge: received ${describeValue(charge)}; expected the \`charge\` of an admitted decision of this compound limiter, as it was returned.`,
+          `Invalid compound charge: received ${
+            describeValue(charge)
+          }; expected the \`charge\` of an admitted decision of this compound limiter, as it was returned.`,
         );
       }
       const cost = options?.cost === undefined ? undefined : checkCost(options.cost);
@@ -230,7 +252,12 @@ function compoundLimiter<D extends string>(options: CompoundLimiterOptions<D>): 
       const k = keysOf(keys);
       const ids = options?.ids;
       if (typeof ids !== "object" || ids === null || !names.every((n) => typeof ids[n] === "string")) {
-        throw new FloodgateError("INVALID_ARGUMENT", `Invalid ids: received ${describeValue(ids)}; expected the \`ids\` of a compound reservation, one per dimension (${names.join(", ")}).`);
+        throw new FloodgateError(
+          "INVALID_ARGUMENT",
+          `Invalid ids: received ${describeValue(ids)}; expected the \`ids\` of a compound reservation, one per dimension (${
+            names.join(", ")
+          }).`,
+        );
       }
       const actual = checkActual(options.actual);
       const answers = await Promise.all(dims.map((d) => d.limiter.settle(k[d.name]!, { id: ids[d.name]!, actual })));

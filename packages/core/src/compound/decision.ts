@@ -85,7 +85,13 @@ class Compound implements CompoundDecision {
   readonly pending: Promise<void>;
   readonly #binding: DimensionDecision;
 
-  constructor(all: readonly DimensionDecision[], allowed: boolean, charge: CompoundCharge | undefined, source: StoreSource, pending: Promise<void>) {
+  constructor(
+    all: readonly DimensionDecision[],
+    allowed: boolean,
+    charge: CompoundCharge | undefined,
+    source: StoreSource,
+    pending: Promise<void>,
+  ) {
     let binding = all[0]!;
     const dimensions: Record<string, DimensionDecision> = {};
     for (const d of all) {

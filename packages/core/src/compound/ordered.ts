@@ -30,7 +30,11 @@ export interface Ordered<T> {
 const settled = (calls: Promise<unknown>[]): Promise<unknown> => Promise.allSettled(calls);
 
 /** The ordered path of `limit()`: each dimension's `decide`, given back by `refund` on a refusal. */
-export async function limitOrdered(dims: readonly Dimension[], keys: Readonly<Record<string, string>>, cost: number): Promise<Ordered<Decision>> {
+export async function limitOrdered(
+  dims: readonly Dimension[],
+  keys: Readonly<Record<string, string>>,
+  cost: number,
+): Promise<Ordered<Decision>> {
   const held: Decision[] = [];
   for (let i = 0; i < dims.length; i++) {
     const { name, limiter } = dims[i]!;

@@ -118,7 +118,12 @@ const SINGLE_DECISION: object = SingleDecision.prototype;
  * Properties, their order, the prototype and `toJSON` are those of the class instance.
  */
 export function singleDecision(result: StoreResult, policy: Policy, cost: number): Decision {
-  return fillSingle(Object.create(SINGLE_DECISION) as Mutable<Omit<Decision, "policies" | "shadow" | "warnings">>, result, policy, cost) as Decision;
+  return fillSingle(
+    Object.create(SINGLE_DECISION) as Mutable<Omit<Decision, "policies" | "shadow" | "warnings">>,
+    result,
+    policy,
+    cost,
+  ) as Decision;
 }
 
 /** Writes a single-policy decision's own properties, in the one order both ways of making it share. */
