@@ -41,6 +41,41 @@ IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 n := length(kinds);
+IF n = 1 AND rid IS NULL AND cost > 0 AND sweep <= 0 AND kinds IN ('f', 't', 's') THEN
+  IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+  lim := lims[1]; par := pars[1]; c := cost;
+  CASE kinds
+  WHEN 'f' THEN
+  UPDATE floodgate.limits s SET nums = ARRAY[greatest(floor(nw / (par * 1000)), s.nums[1]), (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c], expires_at_us = (greatest(floor(nw / (par * 1000)), s.nums[1]) + 1) * (par * 1000)
+    WHERE s.key = k AND s.set_kinds = 'f' AND cardinality(s.nums) = 2
+    AND coalesce(s.blocked_until_us, 0) <= nw AND (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c <= lim
+    RETURNING s.nums[1], s.nums[2] INTO ix, cu;
+  IF FOUND THEN
+    sz := par * 1000;
+    r := ARRAY[1, 1, lim - cu, ceil((ix + 1) * sz / 1000), 0, ix];
+  END IF;
+  WHEN 't' THEN
+  UPDATE floodgate.limits s SET nums = ARRAY[greatest(s.nums[1], nw) + c * par], expires_at_us = greatest(s.nums[1], nw) + c * par
+    WHERE s.key = k AND s.set_kinds = 't' AND cardinality(s.nums) = 1
+    AND coalesce(s.blocked_until_us, 0) <= nw AND c <= lim AND greatest(s.nums[1], nw) + c * par - nw <= lim * par
+    RETURNING s.nums[1] INTO nx;
+  IF FOUND THEN
+    r := ARRAY[1, 1, floor((lim * par - (nx - nw)) / par), ceil(nx / 1000), 0, nx];
+  END IF;
+  ELSE
+  UPDATE floodgate.limits s SET nums = ARRAY[greatest(floor(nw / (par * 1000)), s.nums[1]), (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c, CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[3] WHEN s.nums[1] = greatest(floor(nw / (par * 1000)), s.nums[1]) - 1 THEN s.nums[2] ELSE 0 END],
+    expires_at_us = (greatest(floor(nw / (par * 1000)), s.nums[1]) * par + 2 * par) * 1000
+    WHERE s.key = k AND s.set_kinds = 's' AND cardinality(s.nums) = 3
+    AND coalesce(s.blocked_until_us, 0) <= nw AND ((CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c) * par <= lim * par - (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[3] WHEN s.nums[1] = greatest(floor(nw / (par * 1000)), s.nums[1]) - 1 THEN s.nums[2] ELSE 0 END) * (par - greatest(0, floor((nw - greatest(floor(nw / (par * 1000)), s.nums[1]) * par * 1000) / 1000)))
+    RETURNING s.nums[1], s.nums[2], s.nums[3] INTO ix, cu, pv;
+  IF FOUND THEN
+    ws := ix * par;
+    bu := lim * par - pv * (par - greatest(0, floor((nw - ws * 1000) / 1000)));
+    r := ARRAY[1, 1, greatest(0, floor((bu - cu * par) / par)), ws + 2 * par, 0, ix];
+  END IF;
+  END CASE;
+  IF r IS NOT NULL THEN RETURN r; END IF;
+END IF;
 LOOP
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
@@ -162,7 +197,7 @@ FOR p IN 1..n LOOP
   IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
 END LOOP;
 IF tidied AND found_row AND stored_kinds = kinds THEN
-  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+  UPDATE floodgate.limits s SET nums = st, logs = nullif(lg, '{}') WHERE s.key = k;
 END IF;
   EXIT;
 END IF;
@@ -183,10 +218,10 @@ FOR p IN 1..n LOOP
   IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
 END LOOP;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -196,7 +231,7 @@ END IF;
 END IF;
 IF NOT allowed OR cost <= 0 THEN
 IF tidied AND found_row AND stored_kinds = kinds THEN
-  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+  UPDATE floodgate.limits s SET nums = st, logs = nullif(lg, '{}') WHERE s.key = k;
 END IF;
   EXIT;
 END IF;
@@ -307,10 +342,10 @@ IF rid IS NOT NULL THEN
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -406,10 +441,10 @@ o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
 xp := greatest(expiry, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -542,10 +577,10 @@ o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
 xp := greatest(expiry, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -792,10 +827,10 @@ END LOOP;
 END IF;
 xp := greatest(xp, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -843,7 +878,7 @@ IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0:
   + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
   EXIT WHEN found_row;
   INSERT INTO floodgate.limits (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
-  + (length(kinds) - length(replace(kinds, 'f', '')))]), '{}', 0, 0)
+  + (length(kinds) - length(replace(kinds, 'f', '')))]), NULL, 0, 0)
     ON CONFLICT (key) DO NOTHING;
 END LOOP;
 IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
@@ -1388,7 +1423,7 @@ IF g > 0 THEN
   INSERT INTO floodgate.limits_ledger (key, id, rec, expires_at_us) VALUES (k, lid, rc, nw + (ceil(life / 1000) + 10000) * 1000)
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
-UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
 RETURN r;
 END
 $fn$;
