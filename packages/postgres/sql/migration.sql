@@ -41,40 +41,119 @@ IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 n := length(kinds);
-IF n = 1 AND rid IS NULL AND cost > 0 AND sweep <= 0 AND kinds IN ('f', 't', 's') THEN
-  IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
-  lim := lims[1]; par := pars[1]; c := cost;
-  CASE kinds
-  WHEN 'f' THEN
-  UPDATE floodgate.limits s SET nums = ARRAY[greatest(floor(nw / (par * 1000)), s.nums[1]), (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c], expires_at_us = (greatest(floor(nw / (par * 1000)), s.nums[1]) + 1) * (par * 1000)
-    WHERE s.key = k AND s.set_kinds = 'f' AND cardinality(s.nums) = 2
-    AND coalesce(s.blocked_until_us, 0) <= nw AND (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c <= lim
-    RETURNING s.nums[1], s.nums[2] INTO ix, cu;
-  IF FOUND THEN
-    sz := par * 1000;
-    r := ARRAY[1, 1, lim - cu, ceil((ix + 1) * sz / 1000), 0, ix];
+IF n = 1 AND rid IS NULL AND sweep <= 0 AND kinds IN ('f', 't', 's') THEN
+  SELECT s.set_kinds, s.nums, s.blocked_until_us INTO stored_kinds, st, bl FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+  IF FOUND AND stored_kinds = kinds THEN
+    IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+    IF bl <= nw THEN
+      p := 1; o := 1; kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+      ch := cost > 0; c := CASE WHEN ch THEN cost ELSE 1 END;
+      r := array_fill(0::float8, ARRAY[5]);
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
   END IF;
-  WHEN 't' THEN
-  UPDATE floodgate.limits s SET nums = ARRAY[greatest(s.nums[1], nw) + c * par], expires_at_us = greatest(s.nums[1], nw) + c * par
-    WHERE s.key = k AND s.set_kinds = 't' AND cardinality(s.nums) = 1
-    AND coalesce(s.blocked_until_us, 0) <= nw AND c <= lim AND greatest(s.nums[1], nw) + c * par - nw <= lim * par
-    RETURNING s.nums[1] INTO nx;
-  IF FOUND THEN
-    r := ARRAY[1, 1, floor((lim * par - (nx - nw)) / par), ceil(nx / 1000), 0, nx];
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
   END IF;
-  ELSE
-  UPDATE floodgate.limits s SET nums = ARRAY[greatest(floor(nw / (par * 1000)), s.nums[1]), (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c, CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[3] WHEN s.nums[1] = greatest(floor(nw / (par * 1000)), s.nums[1]) - 1 THEN s.nums[2] ELSE 0 END],
-    expires_at_us = (greatest(floor(nw / (par * 1000)), s.nums[1]) * par + 2 * par) * 1000
-    WHERE s.key = k AND s.set_kinds = 's' AND cardinality(s.nums) = 3
-    AND coalesce(s.blocked_until_us, 0) <= nw AND ((CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[2] ELSE 0 END) + c) * par <= lim * par - (CASE WHEN s.nums[1] >= floor(nw / (par * 1000)) THEN s.nums[3] WHEN s.nums[1] = greatest(floor(nw / (par * 1000)), s.nums[1]) - 1 THEN s.nums[2] ELSE 0 END) * (par - greatest(0, floor((nw - greatest(floor(nw / (par * 1000)), s.nums[1]) * par * 1000) / 1000)))
-    RETURNING s.nums[1], s.nums[2], s.nums[3] INTO ix, cu, pv;
-  IF FOUND THEN
-    ws := ix * par;
-    bu := lim * par - pv * (par - greatest(0, floor((nw - ws * 1000) / 1000)));
-    r := ARRAY[1, 1, greatest(0, floor((bu - cu * par) / par)), ws + 2 * par, 0, ix];
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
   END IF;
-  END CASE;
-  IF r IS NOT NULL THEN RETURN r; END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+      IF ch AND r[2] = 1 THEN
+        -- The expiry: the state's (a block in the past ends earlier still).
+        UPDATE floodgate.limits s SET nums = st, expires_at_us = ex WHERE s.key = k;
+        r[1] := 1;
+        RETURN r || mk;
+      ELSIF NOT ch OR blocks IS NULL THEN
+        r[1] := r[2];
+        RETURN r;
+      END IF;
+    END IF;
+  END IF;
 END IF;
 LOOP
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
