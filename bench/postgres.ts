@@ -14,11 +14,8 @@
  * Round trips per decision are counted at the client (every query sent); rows written per
  * decision from pg_stat_xact_user_tables (node-postgres subjects); bytes per identifier from the rows left after the run
  * (pg_column_size: the heap tuple, before the index). Leased mode: store calls per 1,000
- * decisions of a limiter in `mode: "leased"` on ten busy identifiers. Server CPU per decision at
- * c=64: the CPU time (Linux /proc, when readable: a server on this machine) of the run's
- * database's backends over those decisions, steadier than decisions/s on a shared machine.
+ * decisions of a limiter in `mode: "leased"` on ten busy identifiers.
  */
-import { readFileSync } from "node:fs";
 import pg from "pg";
 import postgres from "postgres";
 import { RateLimiterPostgres } from "rate-limiter-flexible";
@@ -44,8 +41,6 @@ const IDS = Array.from({ length: 1000 }, (_, i) => `user:${i}`);
 const POOL = 16;
 
 const db = await testDatabase();
-const admin = new pg.Pool({ ...db.connection, max: 2 });
-admin.on("error", () => undefined);
 const sent = { n: 0 };
 /** A node-postgres pool that counts the queries it sends (round trips). */
 function countedPool(): pg.Pool {
@@ -129,25 +124,6 @@ subjects.push({
   decide: (id) => flexible.consume(id),
 });
 
-/** The run's database's backends (every pool's connections), less the admin pool's. */
-async function backends(): Promise<number[]> {
-  const { rows } = await admin.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
-  return rows.map((r) => r.pid as number);
-}
-/** The CPU time so far of these processes, µs (Linux /proc; 100 ticks per second); NaN when unreadable. */
-function cpuUs(pids: readonly number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      return NaN;
-    }
-  }
-  return ticks * 10_000;
-}
-
 /** Decisions/s with `c` loops each awaiting one decision at a time. */
 async function throughput(subject: Subject, c: number): Promise<number> {
   let next = 0;
@@ -159,6 +135,8 @@ async function throughput(subject: Subject, c: number): Promise<number> {
   return (per * c * 1000) / (performance.now() - start);
 }
 
+const admin = new pg.Pool({ ...db.connection, max: 2 });
+admin.on("error", () => undefined);
 /**
  * Rows one decision writes (inserted, updated, deleted), exactly: the subject's decision run by
  * itself inside a transaction on the pool's connections while no other subject runs, read from
@@ -187,8 +165,8 @@ async function rowsPerDecision(subject: Subject): Promise<number> {
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const results = new Map<string, { c1: number[]; c64: number[]; cpu: number[]; trips: number; rows: number }>();
-for (const s of subjects) results.set(s.name, { c1: [], c64: [], cpu: [], trips: 0, rows: 0 });
+const results = new Map<string, { c1: number[]; c64: number[]; trips: number; rows: number }>();
+for (const s of subjects) results.set(s.name, { c1: [], c64: [], trips: 0, rows: 0 });
 
 // Warm-up: every connection opened, every statement prepared, every identifier's row there.
 for (const s of subjects) for (const id of IDS) await s.decide(id);
@@ -201,10 +179,7 @@ for (let round = 0; round < ROUNDS; round++) {
       r.trips = (sent.n - before) / DECISIONS;
       r.rows = s.name.includes("postgres.js") ? NaN : await rowsPerDecision(s);
     }
-    const pids = await backends();
-    const cpu = cpuUs(pids);
     r.c64.push(await throughput(s, 64));
-    r.cpu.push((cpuUs(pids) - cpu) / (Math.ceil(DECISIONS / 64) * 64));
   }
 }
 
@@ -221,13 +196,13 @@ console.log(
   }, ${DECISIONS} decisions per figure, median of ${ROUNDS} rounds, pool of ${POOL}\n`,
 );
 console.log(
-  "| subject | decisions/s, c=1 | decisions/s, c=64 | server CPU µs / decision (c=64) | round trips / decision | rows written / decision | bytes / identifier (row) |",
+  "| subject | decisions/s, c=1 | decisions/s, c=64 | round trips / decision | rows written / decision | bytes / identifier (row) |",
 );
-console.log("|---|--:|--:|--:|--:|--:|--:|");
+console.log("|---|--:|--:|--:|--:|--:|");
 for (const s of subjects) {
   const r = results.get(s.name)!;
   console.log(
-    `| ${s.name} | ${Math.round(median(r.c1))} | ${Math.round(median(r.c64))} | ${Math.round(median(r.cpu))} | ${r.trips.toFixed(2)} | ${
+    `| ${s.name} | ${Math.round(median(r.c1))} | ${Math.round(median(r.c64))} | ${r.trips.toFixed(2)} | ${
       Number.isNaN(r.rows) ? "as pg" : r.rows.toFixed(0)
     } | ${await bytesPerIdentifier(s)} |`,
   );
