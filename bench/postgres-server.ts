@@ -67,8 +67,7 @@ if (baseline !== undefined) {
     if (name.startsWith("Floodgate")) subjects.push([`${name} (baseline)`, statement.replace("floodgate.", "baseline.")]);
   }
 }
-const loop = (statement: string, calls: number): string =>
-  `DO $$ BEGIN FOR j IN 1..${calls} LOOP ${statement}; COMMIT; END LOOP; END $$`;
+const loop = (statement: string, calls: number): string => `DO $$ BEGIN FOR j IN 1..${calls} LOOP ${statement}; COMMIT; END LOOP; END $$`;
 
 // Every identifier's row there (the denied subject's limit of 1 used up).
 for (const [, statement] of subjects) await client.query(loop(statement, 1000));
