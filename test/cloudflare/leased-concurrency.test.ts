@@ -97,7 +97,11 @@ describe("durableObjectStore in workerd: leased mode, concurrent requests while 
     const body = { set: "fixed-window", limit: 10_000, prefix: uniquePrefix(), mode: "leased", key: "hot", latencyMs: 1000 };
     const fetcher = await mf.getWorker("a");
     const controller = new AbortController();
-    const first = fetcher.fetch("http://worker.test/limit", { method: "POST", body: JSON.stringify(body), signal: controller.signal as never })
+    const first = fetcher.fetch("http://worker.test/limit", {
+      method: "POST",
+      body: JSON.stringify(body),
+      signal: controller.signal as never,
+    })
       .then(() => "answered", () => "aborted");
     await new Promise((resolve) => setTimeout(resolve, 200));
     controller.abort();
@@ -105,7 +109,9 @@ describe("durableObjectStore in workerd: leased mode, concurrent requests while 
     // The next request finds the first one's call in flight (or settled): it must answer, not wait forever.
     const next = await Promise.race([
       one(body),
-      new Promise<{ status: number; text: string }>((resolve) => setTimeout(() => resolve({ status: 0, text: "no answer in 20 s" }), 20_000)),
+      new Promise<{ status: number; text: string }>((resolve) =>
+        setTimeout(() => resolve({ status: 0, text: "no answer in 20 s" }), 20_000)
+      ),
     ]);
     expect(next.status).toBe(200);
     expect(JSON.parse(next.text).allowed).toBe(true);
