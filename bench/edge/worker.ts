@@ -57,7 +57,7 @@ function app(variant: Variant, env: Env, limit: number, prefix: string, shards: 
   if (variant === "hono-rate-limiter") {
     hono.use(
       rateLimiter({
-        windowMs: 3_600_000,
+        windowMs: 86_400_000,
         limit,
         keyGenerator: key,
         store: new DurableObjectStore({ namespace: counted(env.HRL) as never, prefix }) as never,
@@ -67,7 +67,7 @@ function app(variant: Variant, env: Env, limit: number, prefix: string, shards: 
     const store = durableObjectStore({ namespace: counted(env.FLOODGATE), ...(shards === undefined ? {} : { shards }) });
     hono.use(
       rateLimit({
-        policy: fixedWindow({ limit, window: "1h" }),
+        policy: fixedWindow({ limit, window: "24h" }),
         store: variant.endsWith("-deny-cache") ? withDenyCache(store) : store,
         key: (req) => req.header("x-key") ?? "none",
         prefix,
