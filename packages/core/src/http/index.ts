@@ -23,7 +23,7 @@ export type {
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
 export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
-export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-errors.ts";
+export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction, StoreEvents } from "./store-errors.ts";
 export { getRateLimit, settleAfterBody, toFetchResponse, withHeaders } from "./fetch.ts";
 export { ipKey, type IpKeyOptions } from "./ip-key.ts";
 export { handOffPending } from "./wait-until.ts";

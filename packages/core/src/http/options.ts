@@ -31,7 +31,7 @@ import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
 import { checkRuleOptions } from "./rule-options.ts";
 import type { RateLimitInfo } from "./info.ts";
-import type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
+import type { CircuitBreakerOptions, StoreEvents } from "../stores/resilient-store.ts";
 import type { StoreErrorAction } from "./info.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
@@ -196,6 +196,12 @@ export interface HttpRateLimitOptions<Raw = unknown> {
    * within about a second of its return); `maxCooldownMs` backs off by doubling; `false` to disable.
    */
   circuitBreaker?: false | CircuitBreakerOptions;
+  /**
+   * Told of the remote stores' failures, circuit openings and recoveries, and late charges given
+   * back, as they happen (for metrics; see `StoreEvents`). Stores the app wrapped in
+   * `resilientStore()` itself report through that wrapper's own `events`.
+   */
+  storeEvents?: StoreEvents;
   /** Called with every decision; a promise it returns joins `info.pending`. */
   onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
   /** Called with every denial; a promise it returns joins `info.pending`. */
@@ -280,6 +286,10 @@ function specs(): OptionSpecs {
     circuitBreaker: [
       (v) => v === false || isBreaker(v),
       "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }",
+    ],
+    storeEvents: [
+      (v) => isRecord(v) && Object.values(v as object).every((f) => f === undefined || isFunction(f) === true),
+      "an object of optional functions { failure, circuitOpened, circuitClosed, lateCharge }",
     ],
     onDecision: FUNCTION,
     onLimited: FUNCTION,

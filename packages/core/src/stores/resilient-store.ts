@@ -14,7 +14,9 @@ import {
   type ResilientStore,
   type ResilientStoreOptions,
   type ResilientStoreStats,
+  type StoreEvents,
   type StoreLogger,
+  tell,
   WARM_UP_MS,
 } from "./resilience/options.ts";
 import {
@@ -33,6 +35,7 @@ export type {
   ResilientStore,
   ResilientStoreOptions,
   ResilientStoreStats,
+  StoreEvents,
   StoreLogger,
 } from "./resilience/options.ts";
 
@@ -86,6 +89,9 @@ class ResilientStoreImpl implements ResilientStore {
   readonly #maxInFlight: number;
   readonly #log: StoreLog;
   readonly #onFailure: ((error: FloodgateError) => void) | undefined;
+  readonly #events: StoreEvents | undefined;
+  /** While the circuit is open: when it first opened (for `circuitClosed`). */
+  #openedAtMs: number | undefined;
   #calls = 0;
   #failures = 0;
   #timeouts = 0;
@@ -103,7 +109,7 @@ class ResilientStoreImpl implements ResilientStore {
   #coldProbe = false;
   #firstCallAtMs: number | undefined;
   #lastNowMs: number | undefined;
-  /** The clock when the current failure episode began, or undefined while healthy. */
+  /** When the current failure episode began, or undefined while healthy. */
   #failingSinceMs: number | undefined;
   /** Calls failed since the last success: what the recovery line reports. */
   #failedSinceSuccess = 0;
@@ -121,7 +127,9 @@ class ResilientStoreImpl implements ResilientStore {
     this.#maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.#log = new StoreLog(this.name, o.logger === false ? undefined : o.logger ?? (globalThis as { console?: StoreLogger }).console);
     this.#onFailure = o.onFailure;
-    this.#late = new LateAnswers(inner);
+    this.#events = o.events;
+    const late = o.events?.lateCharge;
+    this.#late = new LateAnswers(inner, late && ((returned) => tell(() => late(this.name, returned))));
   }
 
   openForMs(nowMs: number): number {
@@ -320,7 +328,12 @@ class ResilientStoreImpl implements ResilientStore {
 
   #succeeded(atMs: number): void {
     this.#firstAnswer(atMs);
-    this.#breaker?.success();
+    if (this.#breaker?.success() === true) {
+      const openedAtMs = this.#openedAtMs ?? atMs;
+      this.#openedAtMs = undefined;
+      const closed = this.#events?.circuitClosed;
+      if (closed !== undefined) tell(() => closed(this.name, atMs - openedAtMs));
+    }
     const since = this.#failingSinceMs;
     const failed = this.#failedSinceSuccess;
     this.#failedSinceSuccess = 0;
@@ -344,7 +357,12 @@ class ResilientStoreImpl implements ResilientStore {
     if (!coldTimeout) {
       // A circuit opened by timeouts: the connection may be half-open, and every probe sent on
       // it would time out too; the store replaces it (when it can) before the next probe.
-      if (this.#breaker?.failure(atMs, probe) === true && timeout) this.#reconnectInner();
+      if (this.#breaker?.failure(atMs, probe) === true) {
+        if (timeout) this.#reconnectInner();
+        this.#openedAtMs ??= atMs;
+        const opened = this.#events?.circuitOpened, cooldownMs = this.#breaker.openFor(atMs);
+        if (opened !== undefined) tell(() => opened(this.name, cooldownMs));
+      }
       if (this.#failingSinceMs === undefined) {
         this.#failingSinceMs = atMs;
         this.#log.failing(error);
@@ -368,6 +386,7 @@ class ResilientStoreImpl implements ResilientStore {
     if (error.code === "STORE_UNAVAILABLE") this.#rejected++;
     try {
       this.#onFailure?.(error);
+      this.#events?.failure?.(this.name, error);
     } catch {
       // An observer's bug must not change the call's outcome.
     }

@@ -37,11 +37,14 @@ export class Breaker {
     return PROBE;
   }
 
-  success(): void {
+  /** A successful call; true when it closed an open circuit (the probe after a cool-down). */
+  success(): boolean {
+    const closed = this.#open;
     this.#failures = 0;
     this.#open = false;
     this.#probeUntil = 0;
     this.#nextCooldownMs = this.cooldownMs;
+    return closed;
   }
 
   /** A failed call; true when it opened the circuit (or reopened it: a failed probe). */

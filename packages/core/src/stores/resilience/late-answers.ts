@@ -12,7 +12,8 @@ export class LateAnswers {
   refundsFailed = 0;
   reservations = 0;
 
-  constructor(readonly inner: RateLimitStore) {}
+  /** `done`: told of each late charge once it is given back (true) or cannot be (false). */
+  constructor(readonly inner: RateLimitStore, readonly done?: (returned: boolean) => void) {}
 
   /**
    * The late answer of a consume. When the store admitted it, its units are charged to a request
@@ -27,13 +28,20 @@ export class LateAnswers {
     const at = 1 + set.policies.length * FIELDS_PER_POLICY;
     if (result.length <= at) {
       this.refundsFailed++;
+      this.done?.(false);
       return;
     }
     const marks = result.slice(at);
     // A refund that throws or rejects leaves the charge in place: it stays counted, not refunded.
     new Promise<void>((resolve) => resolve(this.inner.refund(set, key, cost, nowMs, marks))).then(
-      () => this.refunds++,
-      () => this.refundsFailed++,
+      () => {
+        this.refunds++;
+        this.done?.(true);
+      },
+      () => {
+        this.refundsFailed++;
+        this.done?.(false);
+      },
     );
   }
 
@@ -46,8 +54,11 @@ export class LateAnswers {
     if (result[0] !== 1) return;
     this.reservations++;
     new Promise<boolean>((resolve) => resolve(this.inner.settle!(set, key, id, 0, nowMs))).then(
-      () => this.refunds++,
-      () => undefined,
+      () => {
+        this.refunds++;
+        this.done?.(true);
+      },
+      () => this.done?.(false),
     );
   }
 
