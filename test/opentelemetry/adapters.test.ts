@@ -68,7 +68,12 @@ describe.each(TARGETS.map((t) => [t.name, t] as const))("%s", (name, target) => 
       }
       const spans = sdk.spans.getFinishedSpans();
       expect(spans.map((s) => s.name)).toEqual(["request 0", "request 1", "request 2"]);
-      expect(spans[0]!.attributes).toMatchObject({ [A.outcome]: "allowed", [A.policy]: "per-minute", [A.source]: "store", [A.remaining]: 1 });
+      expect(spans[0]!.attributes).toMatchObject({
+        [A.outcome]: "allowed",
+        [A.policy]: "per-minute",
+        [A.source]: "store",
+        [A.remaining]: 1,
+      });
       expect(spans[0]!.attributes[A.retryAfter]).toBe(0);
       expect(spans[2]!.attributes).toMatchObject({ [A.outcome]: "limited", [A.remaining]: 0, [A.rule]: "default" });
       expect(spans[2]!.attributes[A.retryAfter]).toBeGreaterThan(0);
