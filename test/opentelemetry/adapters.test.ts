@@ -9,7 +9,7 @@ import { ATTRIBUTES as A, floodgateTelemetry, METRICS } from "@floodgate/opentel
 import { TARGETS } from "../http/targets.ts";
 import { createSdk } from "./sdk.ts";
 
-const policy = fixedWindow({ limit: 2, window: "1m", name: "per-minute" });
+const policy = fixedWindow({ limit: 2, window: "1h", name: "per-hour" });
 /** Targets that answer in this process, where a span made by the test is the request's active span. */
 const IN_PROCESS = new Set(["hono", "fetch"]);
 
@@ -23,7 +23,7 @@ describe.each(TARGETS.map((t) => [t.name, t] as const))("%s", (name, target) => 
       for (let i = 0; i < 3; i++) statuses.push((await app.send("/api/x")).status);
       expect(statuses).toEqual([200, 200, 429]);
       await app.send("/api/login");
-      const base = { [A.rule]: "default", [A.policy]: "per-minute", [A.source]: "store", [A.store]: "memory" };
+      const base = { [A.rule]: "default", [A.policy]: "per-hour", [A.source]: "store", [A.store]: "memory" };
       expect(await sdk.sum(METRICS.decisions, { ...base, [A.outcome]: "allowed" })).toBe(2);
       expect(await sdk.sum(METRICS.decisions, { ...base, [A.outcome]: "limited" })).toBe(1);
       expect(await sdk.sum(METRICS.decisions, { [A.rule]: "GET /api/login", [A.outcome]: "allowed" })).toBe(1);
@@ -70,7 +70,7 @@ describe.each(TARGETS.map((t) => [t.name, t] as const))("%s", (name, target) => 
       expect(spans.map((s) => s.name)).toEqual(["request 0", "request 1", "request 2"]);
       expect(spans[0]!.attributes).toMatchObject({
         [A.outcome]: "allowed",
-        [A.policy]: "per-minute",
+        [A.policy]: "per-hour",
         [A.source]: "store",
         [A.remaining]: 1,
       });
