@@ -13,7 +13,13 @@
  * @module @floodgate/opentelemetry
  */
 import { type MeterProvider, metrics, type Span, trace, type TracerProvider } from "@opentelemetry/api";
-import type { HttpRateLimitOptions, RateLimitInfo, RateLimitRequest, StoreEvents } from "@floodgate/core/http";
+import {
+  createHttpRateLimiter,
+  type HttpRateLimitOptions,
+  type RateLimitInfo,
+  type RateLimitRequest,
+  type StoreEvents,
+} from "@floodgate/core/http";
 import { FloodgateError, type RateLimitStore } from "@floodgate/core/store";
 import { DecisionRecorder } from "./decisions.ts";
 import { METRICS } from "./names.ts";
@@ -168,9 +174,13 @@ export function floodgateTelemetry(options: TelemetryOptions = {}): FloodgateTel
         return theirs?.(info, req);
       };
       const skip = o.skip;
+      const reported = reportsSkipped();
+      // `skip` is called first for every request: the decision time starts there.
       o.skip = (req) => {
         (req as Started)[STARTED] = performance.now();
         if (skip === undefined) return false;
+        if (reported) return skip(req);
+        // Without onSkipped (an older core): the requests `skip` skips are counted here.
         const skipped = skip(req);
         if (typeof (skipped as Promise<boolean>)?.then === "function") {
           return (skipped as Promise<boolean>).then((yes) => {
@@ -181,10 +191,40 @@ export function floodgateTelemetry(options: TelemetryOptions = {}): FloodgateTel
         if (skipped === true) record.skipped("skip", (req as Started)[STARTED]);
         return skipped;
       };
+      if (reported) {
+        const theirsSkipped = (o as { onSkipped?: (req: RateLimitRequest<unknown>, reason: string) => void }).onSkipped;
+        (o as { onSkipped?: unknown }).onSkipped = (req: RateLimitRequest<unknown>, reason: string) => {
+          record.skipped(SKIP_REASONS[reason] ?? reason, (req as Started)[STARTED]);
+          theirsSkipped?.(req, reason);
+        };
+      }
       o.storeEvents = o.storeEvents === undefined ? storeEvents : both(o.storeEvents, storeEvents);
       return o as O;
     },
   };
+}
+
+/** The `floodgate.skip.reason` values, from the HTTP layer's reasons. */
+const SKIP_REASONS: Readonly<Record<string, string>> = { skip: "skip", allowList: "allow_list", noRule: "no_rule", zeroCost: "zero_cost" };
+
+let skippedReported: boolean | undefined;
+/**
+ * Whether the HTTP layer has the `onSkipped` hook (every request not counted, with why): asked
+ * once, by the options check, which names an option it does not know before anything else.
+ */
+function reportsSkipped(): boolean {
+  if (skippedReported !== undefined) return skippedReported;
+  try {
+    createHttpRateLimiter({ onSkipped: () => undefined } as HttpRateLimitOptions, {
+      method: () => "GET",
+      path: () => "/",
+      header: () => undefined,
+    });
+    skippedReported = true;
+  } catch (error) {
+    skippedReported = !String((error as Error)?.message).includes("`onSkipped`");
+  }
+  return skippedReported;
 }
 
 /** A rule's own store, when it names one. */

@@ -1,0 +1,55 @@
+// Shadow mode, warning thresholds and skipped requests in the metrics, through every adapter.
+// These need the HTTP layer's `shadow`, `warnAt` and `onSkipped` (info.outcome, info.warnings):
+// on a core without them the suite is skipped, and runs as soon as they are there.
+import { describe, expect, it } from "vitest";
+import { fixedWindow, type HttpRateLimitOptions, memoryStore } from "@floodgate/core";
+import { createHttpRateLimiter } from "@floodgate/core/http";
+import { ATTRIBUTES as A, floodgateTelemetry, METRICS } from "@floodgate/opentelemetry";
+import { TARGETS } from "../http/targets.ts";
+import { createSdk } from "./sdk.ts";
+
+/** Whether the HTTP layer knows `shadow`: its options check names an unknown option first. */
+function hasRollout(): boolean {
+  try {
+    createHttpRateLimiter({ shadow: true, warnAt: 0.5, onSkipped: () => undefined } as HttpRateLimitOptions, {
+      method: () => "GET",
+      path: () => "/",
+      header: () => undefined,
+    });
+    return true;
+  } catch (error) {
+    return !/unknown option/.test(String((error as Error).message));
+  }
+}
+
+const perHour = (limit: number, name: string) => fixedWindow({ limit, window: "1h", name });
+
+describe.runIf(hasRollout()).each(TARGETS.map((t) => [t.name, t] as const))("%s", (_name, target) => {
+  it("shadow_limited decisions, warnings by rule and policy, and skipped requests by reason", async () => {
+    const sdk = createSdk();
+    const telemetry = floodgateTelemetry({ meterProvider: sdk.meterProvider });
+    const app = await target.start(telemetry.instrument({
+      store: memoryStore(),
+      rules: {
+        "GET /api/shadow": { policy: perHour(2, "shadowed"), shadow: true },
+        "GET /api/warned": { policy: perHour(4, "warned"), warnAt: 0.5 },
+        "GET /api/free": { policy: perHour(4, "free"), cost: 0 },
+      },
+      allowList: ["allowed-key"],
+      key: (req) => req.header("x-user"),
+    } as HttpRateLimitOptions<any>));
+    try {
+      for (let i = 0; i < 4; i++) expect((await app.send("/api/shadow")).status).toBe(200);
+      for (let i = 0; i < 4; i++) await app.send("/api/warned");
+      await app.send("/api/free");
+      await app.send("/api/x", { headers: { "x-user": "allowed-key" } });
+      expect(await sdk.sum(METRICS.decisions, { [A.rule]: "GET /api/shadow", [A.outcome]: "shadow_limited" })).toBe(2);
+      expect(await sdk.sum(METRICS.decisions, { [A.rule]: "GET /api/shadow", [A.outcome]: "allowed" })).toBe(2);
+      expect(await sdk.sum(METRICS.warnings, { [A.rule]: "GET /api/warned", [A.policy]: "warned" })).toBeGreaterThan(0);
+      expect(await sdk.sum(METRICS.decisions, { [A.outcome]: "skipped", [A.skipReason]: "zero_cost" })).toBe(1);
+      expect(await sdk.sum(METRICS.decisions, { [A.outcome]: "skipped", [A.skipReason]: "allow_list" })).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+});
