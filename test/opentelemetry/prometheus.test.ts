@@ -17,6 +17,7 @@ import { freePort, type RedisInstance, startRedis } from "../support/redis-serve
 import { hono } from "../http/targets.ts";
 
 const DASHBOARD = new URL("../../docs/grafana/floodgate-dashboard.json", import.meta.url);
+const OPERATING = new URL("../../docs/operating.md", import.meta.url);
 
 describe("a Prometheus scrape", () => {
   let redis: RedisInstance;
@@ -52,7 +53,7 @@ describe("a Prometheus scrape", () => {
       prefix: `${prefix}-exact:`,
       rules: { "GET /api/login": fixedWindow({ limit: 2, window: "1h", name: "login" }) },
       policy: fixedWindow({ limit: 1000, window: "1h", name: "hourly" }),
-      timeoutMs: 100,
+      timeoutMs: 1000,
       circuitBreaker: { failures: 2, cooldownMs: 60_000 },
       logger: { warn: () => undefined },
     }));
@@ -100,6 +101,10 @@ describe("a Prometheus scrape", () => {
     for (const panel of dashboard.panels) for (const target of panel.targets) queries.push(target.expr);
     for (const variable of dashboard.templating.list) if (variable.type === "query") queries.push(variable.query);
     expect(queries.length).toBeGreaterThanOrEqual(10);
+    // And the alerting examples of docs/operating.md.
+    const alerts = [...readFileSync(OPERATING, "utf8").matchAll(/```promql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(alerts.length).toBeGreaterThanOrEqual(4);
+    queries.push(...alerts);
     const labelsOf = new Map<string, Set<string>>();
     for (const family of last.values()) {
       for (const s of family.samples) {
@@ -150,7 +155,7 @@ function promqlNames(query: string): { metrics: string[]; labels: string[] } {
   const metrics = new Set<string>();
   const labels = new Set<string>();
   // Grafana variables ($__rate_interval, $rule) and range selectors go first; strings are values.
-  let q = query.replace(/\$\w+/g, "").replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/\[[^\]]*\]/g, "");
+  let q = query.replace(/\$\w+/g, "").replace(/\boffset\s+\d+[smhdwy]/g, "").replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/\[[^\]]*\]/g, "");
   // Matchers: {label op "value", ...}
   q = q.replace(/\{([^}]*)\}/g, (_, inner: string) => {
     for (const m of inner.matchAll(/([a-zA-Z_]\w*)\s*(=~|!~|!=|=)/g)) labels.add(m[1]!);

@@ -68,7 +68,7 @@ describe("around a real Redis", () => {
       store: redisStore({ client }),
       prefix: `otel-fail-${Date.now()}:`,
       policy,
-      timeoutMs: 100,
+      timeoutMs: 1000,
       circuitBreaker: { failures: 2, cooldownMs: 200 },
       logger: { warn: () => undefined },
     }));
