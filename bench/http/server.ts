@@ -21,7 +21,10 @@ import { rateLimiter as honoRateLimiter } from "hono-rate-limiter";
 import Koa, { type Middleware } from "koa";
 import koaRateLimit from "koa-ratelimit";
 
-const [framework, variant] = process.argv.slice(2) as ["hono" | "express" | "koa", "none" | "floodgate" | "floodgate-otel" | "peer" | "headers" | "floor"];
+const [framework, variant] = process.argv.slice(2) as [
+  "hono" | "express" | "koa",
+  "none" | "floodgate" | "floodgate-otel" | "peer" | "headers" | "floor",
+];
 const LIMIT = 1_000_000_000;
 const WINDOW_MS = 60_000;
 const policy = slidingWindow({ limit: LIMIT, window: WINDOW_MS });

@@ -4,6 +4,7 @@
 // without it.
 import { describe, expect, it } from "vitest";
 import { fixedWindow, FloodgateError, memoryStore, type RateLimitInfo } from "@floodgate/core";
+import type { StoreEvents } from "@floodgate/core/http";
 import { ATTRIBUTES as A, floodgateTelemetry, METRICS } from "@floodgate/opentelemetry";
 import { hono } from "../http/targets.ts";
 import { createSdk } from "./sdk.ts";
@@ -38,7 +39,7 @@ describe("composition", () => {
     await app.send("/api/x");
     expect(seen.map((i) => i.allowed)).toEqual([true, false]);
     expect(await sdk.sum(METRICS.decisions)).toBe(2);
-    expect(typeof options.storeEvents?.circuitOpened).toBe("function");
+    expect(typeof (options.storeEvents as StoreEvents).circuitOpened).toBe("function");
   });
 
   it("the key is an attribute only through keyAttribute, as its bounded group", async () => {
