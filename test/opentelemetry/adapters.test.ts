@@ -3,7 +3,14 @@
 // policy, outcome, source and store; the deny list and skipped requests; the decision on the
 // active span.
 //   npx vitest run test/opentelemetry
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { context, trace } from "@opentelemetry/api";
+import express from "express";
+import Koa from "koa";
 import { describe, expect, it } from "vitest";
+import { rateLimit as expressRateLimit } from "@floodgate/express";
+import { rateLimit as koaRateLimit } from "@floodgate/koa";
 import { fixedWindow, memoryStore } from "@floodgate/core";
 import { ATTRIBUTES as A, floodgateTelemetry, METRICS } from "@floodgate/opentelemetry";
 import { TARGETS } from "../http/targets.ts";
@@ -81,6 +88,53 @@ describe.each(TARGETS.map((t) => [t.name, t] as const))("%s", (name, target) => 
       expect(spans.some((s) => s.name.startsWith("floodgate.store."))).toBe(false);
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe("the active span on a real HTTP server", () => {
+  // As an HTTP instrumentation does: the request's span is made active for the rest of the chain.
+  it("express and koa put the decision on the request's span", async () => {
+    const sdk = createSdk();
+    const telemetry = floodgateTelemetry({ meterProvider: sdk.meterProvider, tracerProvider: sdk.tracerProvider });
+    const tracer = sdk.tracerProvider.getTracer("test");
+    const expressApp = express();
+    expressApp.use((req, res, next) => {
+      const span = tracer.startSpan(`express ${req.path}`);
+      res.on("finish", () => span.end());
+      context.with(trace.setSpan(context.active(), span), next);
+    });
+    expressApp.use(expressRateLimit(telemetry.instrument({ store: memoryStore(), policy })));
+    expressApp.get("/x", (_req, res) => void res.send("ok"));
+    const koaApp = new Koa();
+    koaApp.use((ctx, next) =>
+      tracer.startActiveSpan(`koa ${ctx.path}`, async (span) => {
+        try {
+          await next();
+        } finally {
+          span.end();
+        }
+      })
+    );
+    koaApp.use(koaRateLimit(telemetry.instrument({ store: memoryStore(), policy })));
+    koaApp.use((ctx) => void (ctx.body = "ok"));
+    const servers = [createServer(expressApp), createServer(koaApp.callback())];
+    try {
+      for (const server of servers) {
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`;
+        for (let i = 0; i < 3; i++) await (await fetch(url)).text();
+      }
+      for (const name of ["express /x", "koa /x"]) {
+        const spans = sdk.spans.getFinishedSpans().filter((s) => s.name === name);
+        expect(spans.map((s) => s.attributes[A.outcome])).toEqual(["allowed", "allowed", "limited"]);
+        expect(spans[2]!.attributes).toMatchObject({ [A.policy]: "per-hour", [A.remaining]: 0, [A.source]: "store" });
+      }
+    } finally {
+      for (const server of servers) {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
     }
   });
 });
