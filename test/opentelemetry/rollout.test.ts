@@ -42,12 +42,14 @@ describe.runIf(hasRollout()).each(TARGETS.map((t) => [t.name, t] as const))("%s"
       for (let i = 0; i < 4; i++) expect((await app.send("/api/shadow")).status).toBe(200);
       for (let i = 0; i < 4; i++) await app.send("/api/warned");
       await app.send("/api/free");
-      await app.send("/api/x", { headers: { "x-user": "allowed-key" } });
+      await app.send("/api/warned", { headers: { "x-user": "allowed-key" } });
+      await app.send("/api/none");
       expect(await sdk.sum(METRICS.decisions, { [A.rule]: "GET /api/shadow", [A.outcome]: "shadow_limited" })).toBe(2);
       expect(await sdk.sum(METRICS.decisions, { [A.rule]: "GET /api/shadow", [A.outcome]: "allowed" })).toBe(2);
       expect(await sdk.sum(METRICS.warnings, { [A.rule]: "GET /api/warned", [A.policy]: "warned" })).toBeGreaterThan(0);
       expect(await sdk.sum(METRICS.decisions, { [A.outcome]: "skipped", [A.skipReason]: "zero_cost" })).toBe(1);
       expect(await sdk.sum(METRICS.decisions, { [A.outcome]: "skipped", [A.skipReason]: "allow_list" })).toBe(1);
+      expect(await sdk.sum(METRICS.decisions, { [A.outcome]: "skipped", [A.skipReason]: "no_rule" })).toBe(1);
     } finally {
       await app.close();
     }
