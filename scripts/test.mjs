@@ -21,6 +21,8 @@ const SYSTEM_PACKAGES = [
   { name: "redis-server", binaries: ["redis-server", "redis-cli"], for: "the Redis suites" },
   // test/runtimes/browser.test.ts drives Debian's Chromium through playwright-core.
   { name: "chromium", binaries: ["chromium"], for: "the browser test, test/runtimes/browser.test.ts" },
+  // test/redis/script-instructions.test.ts counts the Redis scripts' instructions under callgrind.
+  { name: "valgrind", binaries: ["valgrind", "callgrind_control"], for: "the Redis script instruction check" },
 ];
 
 function onPath(binary) {

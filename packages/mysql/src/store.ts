@@ -3,7 +3,7 @@ import {
   FIELDS_PER_POLICY,
   FloodgateError,
   type LeaseRequest,
-  NEVER,
+  overrideBlocked,
   type PolicySet,
   type RateLimitStore,
   type StoreResult,
@@ -147,7 +147,7 @@ class MysqlRateLimitStore implements MysqlStore {
     const length = 3 + count * FIELDS_PER_POLICY + (numbers?.[2] === 1 && op > 0 ? count : 0);
     if (numbers === undefined || numbers.length !== length) throw unexpected(name, rows, length);
     const result = numbers.slice(2);
-    if (numbers[0]! > 0) blocked(result, count, numbers[0]!, numbers[1]!);
+    if (numbers[0]! > 0) overrideBlocked(result, count, numbers[0]!, numbers[1]!);
     return result;
   }
 
@@ -270,24 +270,6 @@ function unexpected(op: string, rows: unknown, length: number): FloodgateError {
       answer === undefined ? "no row" : JSON.stringify(answer.slice(0, 200))
     }); expected ${length} integers. Is the migration of this version of @floodgate/mysql run?`,
   );
-}
-
-/**
- * The figures of a key blocked until `untilUs` (server µs `nowUs`): denied, every policy with 0
- * remaining, reset and wait at least until the block ends (a cost beyond the limit stays NEVER).
- */
-function blocked(out: number[], count: number, untilUs: number, nowUs: number): void {
-  out.length = 1 + count * FIELDS_PER_POLICY;
-  out[0] = 0;
-  const endMs = Math.ceil(untilUs / 1000);
-  const waitMs = Math.ceil((untilUs - nowUs) / 1000);
-  for (let p = 0; p < count; p++) {
-    const i = 1 + p * FIELDS_PER_POLICY;
-    out[i] = 0;
-    out[i + 1] = 0;
-    if (out[i + 2]! < endMs) out[i + 2] = endMs;
-    if (out[i + 3] !== NEVER && out[i + 3]! < waitMs) out[i + 3] = waitMs;
-  }
 }
 
 /**

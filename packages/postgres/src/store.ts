@@ -3,6 +3,7 @@ import {
   FIELDS_PER_POLICY,
   FloodgateError,
   type LeaseRequest,
+  leasedLimits,
   type Policy,
   type PolicySet,
   type RateLimitStore,
@@ -308,14 +309,6 @@ class PgStore implements PostgresStore {
     this.#prepared.set(set, prepared);
     return prepared;
   }
-}
-
-/**
- * Per policy, the limit a leased set is decided against: a token bucket's capacity less what it
- * refills in a lease's life (the reserve that keeps leased mode within the limit; docs/leases.md).
- */
-function leasedLimits(policies: readonly Policy[], lifeMs: number): number[] {
-  return policies.map((p) => p.kind === "token-bucket" ? p.limit - Math.ceil((lifeMs * 1000) / Math.round(p.intervalMs * 1000)) : p.limit);
 }
 
 /**

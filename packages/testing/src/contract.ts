@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { blockTests } from "./blocks.ts";
+import { compoundTests } from "./compound.ts";
 import { concurrentClientTests } from "./concurrent-clients.ts";
 import { decisionTests } from "./decisions.ts";
 import { leaseTests } from "./leases.ts";
@@ -55,6 +56,7 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>, 
     decisionTests(ctx);
     if (options.blocks !== false) blockTests(ctx);
     severalPolicyTests(ctx);
+    compoundTests(ctx);
     if (options.reservations !== false) reservationTests(ctx);
     if (options.leases !== false) leaseTests(ctx);
     if (options.clients !== false) concurrentClientTests(ctx, options.clients ?? 4);

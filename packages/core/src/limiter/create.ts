@@ -26,7 +26,9 @@ import {
   OPTIONS,
 } from "./checks.ts";
 import { linkReservation, MultiDecision, setPending, SingleDecision, singleDecision } from "./decisions.ts";
+import { keepInternals } from "./internals.ts";
 import { ReservationImpl, type ReservationVia } from "./reservation.ts";
+import { observedLimiter, observes } from "./observed.ts";
 import type {
   Decision,
   LimitOptions,
@@ -72,6 +74,8 @@ function guardedStore(store: RateLimitStore, resilience: false | ResilientStoreO
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const o = parseOptions<RateLimiterOptions>(options, "createRateLimiter()", OPTIONS, FOREIGN_OPTIONS);
+  // Shadow policies and warnings wrap the plain limiter: without them, nothing of theirs is on its path.
+  if (observes(o)) return observedLimiter(o, createRateLimiter);
   const policies = Object.freeze(Array.isArray(o.policy) ? [...o.policy] : [o.policy]) as readonly Policy[];
   if (new Set(policies.map((p) => p.name)).size !== policies.length) {
     throw new FloodgateError(
@@ -258,6 +262,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await leases;
     },
   });
+  keepInternals(limiter, { set, clock, bare, toDecision });
   async function refundNow(key: string, options?: RefundOptions): Promise<void> {
     {
       checkKey(key);

@@ -17,6 +17,7 @@ export {
   type LeaseRequest,
   type LeaseReturn,
   type LocalStoreResult,
+  type ManyCall,
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
@@ -47,3 +48,5 @@ export {
 export { ALGORITHMS, POLICY_KINDS } from "../algorithms/registry.ts";
 export { type DenyCachedStore, type DenyCacheOptions, withDenyCache } from "./deny-cache/deny-cache-store.ts";
 export { revivePolicy } from "./revive.ts";
+export { overrideBlocked } from "./block.ts";
+export { leasedLimits } from "../leases/rules.ts";

@@ -23,6 +23,7 @@ import {
   type CallSignal,
   isThenable,
   type LeaseRequest,
+  type ManyCall,
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
@@ -76,7 +77,10 @@ export function resilientStore(store: RateLimitStore, options: ResilientStoreOpt
       `resilientStore(): received ${describeValue(store)} as the store; expected a store such as upstashStore() or redisStore().`,
     );
   }
-  return new ResilientStoreImpl(store, o);
+  const wrapped = new ResilientStoreImpl(store, o);
+  // A compound step the store lacks stays absent, so that a compound limiter sees it cannot.
+  if (typeof store.consumeMany !== "function") Object.defineProperty(wrapped, "consumeMany", { value: undefined });
+  return wrapped;
 }
 
 class ResilientStoreImpl implements ResilientStore {
@@ -156,6 +160,16 @@ class ResilientStoreImpl implements ResilientStore {
       nowMs,
       (signal) => this.inner.consume(set, key, cost, nowMs, signal),
       (late) => this.#late.charge(set, key, cost, nowMs, late as StoreResult),
+    );
+  }
+
+  /** A compound step, guarded as a consume: a late admission's charges go back, each into what it was charged in. */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number): MaybePromise<readonly StoreResult[] | undefined> {
+    const inner = this.inner;
+    return this.#call(
+      nowMs,
+      (signal) => inner.consumeMany!(calls, cost, nowMs, signal),
+      (late) => late?.forEach((result, c) => this.#late.charge(calls[c]!.set, calls[c]!.key, cost, nowMs, result)),
     );
   }
 

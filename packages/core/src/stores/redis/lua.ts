@@ -115,7 +115,7 @@ export function dispatch(part: keyof LuaFragments): string {
   return `if ${branches.join("elseif ")}end\n`;
 }
 
-const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, #KEYS * 4 + 1 + p, p * 3 - 1, p * 5
+export const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, #KEYS * 4 + 1 + p, p * 3 - 1, p * 5
 local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 `;
 

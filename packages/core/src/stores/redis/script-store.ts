@@ -1,7 +1,8 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS } from "../../algorithms/registry.ts";
 import { FloodgateError } from "../../errors.ts";
-import type { CallSignal, LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import type { CallSignal, LeaseRequest, ManyCall, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import { compoundCall, type CompoundState } from "./compound-store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { denyCached } from "../deny-cache/deny-cache-store.ts";
 import { baseKey, keysOf } from "./keys.ts";
@@ -97,6 +98,7 @@ export class ScriptStore implements RedisScriptStore {
   readonly ownsClock: boolean;
   readonly #transport: ScriptTransport;
   readonly #prepared = new WeakMap<PolicySet, Prepared>();
+  readonly #compound: CompoundState = { cluster: false };
 
   constructor(name: string, transport: ScriptTransport, options: ScriptStoreOptions) {
     this.name = name;
@@ -115,6 +117,12 @@ export class ScriptStore implements RedisScriptStore {
 
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
     return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, signal);
+  }
+
+  /** A compound step: one script call over every pair's keys (compound-store.ts). */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[] | undefined> {
+    const parts = calls.map((c) => this.#prepared.get(c.set) ?? this.#prepare(c.set));
+    return compoundCall(this.name, this.#transport, this.#compound, parts, calls, cost, this.#now(nowMs), signal);
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): Promise<void> {
