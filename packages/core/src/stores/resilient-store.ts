@@ -14,7 +14,6 @@ import {
   type ResilientStore,
   type ResilientStoreOptions,
   type ResilientStoreStats,
-  type StoreEvents,
   type StoreLogger,
   tell,
   WARM_UP_MS,
@@ -93,9 +92,7 @@ class ResilientStoreImpl implements ResilientStore {
   readonly #maxInFlight: number;
   readonly #log: StoreLog;
   readonly #onFailure: ((error: FloodgateError) => void) | undefined;
-  readonly #events: StoreEvents | undefined;
-  /** While the circuit is open: when it first opened (for `circuitClosed`). */
-  #openedAtMs: number | undefined;
+  readonly #events: ResilientStoreOptions["events"];
   #calls = 0;
   #failures = 0;
   #timeouts = 0;
@@ -132,8 +129,7 @@ class ResilientStoreImpl implements ResilientStore {
     this.#log = new StoreLog(this.name, o.logger === false ? undefined : o.logger ?? (globalThis as { console?: StoreLogger }).console);
     this.#onFailure = o.onFailure;
     this.#events = o.events;
-    const late = o.events?.lateCharge;
-    this.#late = new LateAnswers(inner, late && ((returned) => tell(() => late(this.name, returned))));
+    this.#late = new LateAnswers(inner, o.events?.lateCharge);
   }
 
   openForMs(nowMs: number): number {
@@ -342,12 +338,8 @@ class ResilientStoreImpl implements ResilientStore {
 
   #succeeded(atMs: number): void {
     this.#firstAnswer(atMs);
-    if (this.#breaker?.success() === true) {
-      const openedAtMs = this.#openedAtMs ?? atMs;
-      this.#openedAtMs = undefined;
-      const closed = this.#events?.circuitClosed;
-      if (closed !== undefined) tell(() => closed(this.name, atMs - openedAtMs));
-    }
+    const openMs = this.#breaker?.success(atMs) ?? -1;
+    if (openMs >= 0) tell(() => this.#events?.circuitClosed?.(this.name, openMs));
     const since = this.#failingSinceMs;
     const failed = this.#failedSinceSuccess;
     this.#failedSinceSuccess = 0;
@@ -373,9 +365,7 @@ class ResilientStoreImpl implements ResilientStore {
       // it would time out too; the store replaces it (when it can) before the next probe.
       if (this.#breaker?.failure(atMs, probe) === true) {
         if (timeout) this.#reconnectInner();
-        this.#openedAtMs ??= atMs;
-        const opened = this.#events?.circuitOpened, cooldownMs = this.#breaker.openFor(atMs);
-        if (opened !== undefined) tell(() => opened(this.name, cooldownMs));
+        tell(() => this.#events?.circuitOpened?.(this.name, this.#breaker!.openFor(atMs)));
       }
       if (this.#failingSinceMs === undefined) {
         this.#failingSinceMs = atMs;

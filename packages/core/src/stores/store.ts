@@ -191,7 +191,12 @@ export interface RateLimitStore {
    * when these keys cannot share one atomic step where the store runs (a Redis Cluster with keys
    * in different slots). Pairs name distinct keys.
    */
-  consumeMany?(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): MaybePromise<readonly StoreResult[] | undefined>;
+  consumeMany?(
+    calls: readonly ManyCall[],
+    cost: number,
+    nowMs: number,
+    signal?: CallSignal,
+  ): MaybePromise<readonly StoreResult[] | undefined>;
   /** Deletes exactly this key's state in this set (its block too), nothing else. */
   reset(set: PolicySet, key: string): MaybePromise<void>;
   /**

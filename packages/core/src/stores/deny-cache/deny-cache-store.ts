@@ -143,7 +143,12 @@ class DenyCacheStore implements DenyCachedStore {
   }
 
   /** Sent as it is: a compound step charges, and a charge makes no cached denial wrong. */
-  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): MaybePromise<readonly StoreResult[] | undefined> {
+  consumeMany(
+    calls: readonly ManyCall[],
+    cost: number,
+    nowMs: number,
+    signal?: CallSignal,
+  ): MaybePromise<readonly StoreResult[] | undefined> {
     return this.inner.consumeMany!(calls, cost, nowMs, signal);
   }
 

@@ -97,7 +97,7 @@ function split(reply: number[], parts: readonly CompoundPart[], total: number): 
       if (reply[i] !== 1) r[0] = 0;
       r.push(reply[i]!, reply[i + 1]!, reply[i + 2]!, reply[i + 3]!);
     }
-    if (charged) for (let p = from; p < from + part.count; p++) r.push(reply[1 + total * FIELDS_PER_POLICY + p]!);
+    if (charged) { for (let p = from; p < from + part.count; p++) r.push(reply[1 + total * FIELDS_PER_POLICY + p]!); }
     results.push(r);
     from += part.count;
   }
