@@ -1,30 +1,13 @@
 // Shadow mode, warning thresholds and skipped requests in the metrics, through every adapter.
-// These need the HTTP layer's `shadow`, `warnAt` and `onSkipped` (info.outcome, info.warnings):
-// on a core without them the suite is skipped, and runs as soon as they are there.
 import { describe, expect, it } from "vitest";
 import { fixedWindow, type HttpRateLimitOptions, memoryStore } from "@floodgate/core";
-import { createHttpRateLimiter } from "@floodgate/core/http";
 import { ATTRIBUTES as A, floodgateTelemetry, METRICS } from "@floodgate/opentelemetry";
 import { TARGETS } from "../http/targets.ts";
 import { createSdk } from "./sdk.ts";
 
-/** Whether the HTTP layer knows `shadow`: its options check names an unknown option first. */
-function hasRollout(): boolean {
-  try {
-    createHttpRateLimiter({ shadow: true, warnAt: 0.5, onSkipped: () => undefined } as HttpRateLimitOptions, {
-      method: () => "GET",
-      path: () => "/",
-      header: () => undefined,
-    });
-    return true;
-  } catch (error) {
-    return !/unknown option/.test(String((error as Error).message));
-  }
-}
-
 const perHour = (limit: number, name: string) => fixedWindow({ limit, window: "1h", name });
 
-describe.runIf(hasRollout()).each(TARGETS.map((t) => [t.name, t] as const))("%s", (_name, target) => {
+describe.each(TARGETS.map((t) => [t.name, t] as const))("%s", (_name, target) => {
   it("shadow_limited decisions, warnings by rule and policy, and skipped requests by reason", async () => {
     const sdk = createSdk();
     const telemetry = floodgateTelemetry({ meterProvider: sdk.meterProvider });

@@ -13,13 +13,7 @@
  * @module @floodgate/opentelemetry
  */
 import { type MeterProvider, metrics, type Span, trace, type TracerProvider } from "@opentelemetry/api";
-import {
-  createHttpRateLimiter,
-  type HttpRateLimitOptions,
-  type RateLimitInfo,
-  type RateLimitRequest,
-  type StoreEvents,
-} from "@floodgate/core/http";
+import type { HttpRateLimitOptions, RateLimitInfo, RateLimitRequest, StoreEvents } from "@floodgate/core/http";
 import { FloodgateError, type RateLimitStore } from "@floodgate/core/store";
 import { DecisionRecorder } from "./decisions.ts";
 import { METRICS } from "./names.ts";
@@ -48,8 +42,8 @@ export interface TelemetryOptions {
 /** Instruments made once, to put on one or several middlewares. */
 export interface FloodgateTelemetry {
   /**
-   * The same options with the telemetry in: `onDecision` (the app's own still called first),
-   * `skip` (for the decision time and skipped requests), `storeEvents`, and every store of
+   * The same options with the telemetry in: `onDecision` and `onSkipped` (the app's own still
+   * called, after), `skip` (where the decision time starts), `storeEvents`, and every store of
    * `store` and `rules` wrapped by {@link FloodgateTelemetry.instrumentStore}.
    */
   instrument<O extends HttpRateLimitOptions<any>>(options: O): O;
@@ -174,30 +168,16 @@ export function floodgateTelemetry(options: TelemetryOptions = {}): FloodgateTel
         return theirs?.(info, req);
       };
       const skip = o.skip;
-      const reported = reportsSkipped();
       // `skip` is called first for every request: the decision time starts there.
       o.skip = (req) => {
         (req as Started)[STARTED] = performance.now();
-        if (skip === undefined) return false;
-        if (reported) return skip(req);
-        // Without onSkipped (an older core): the requests `skip` skips are counted here.
-        const skipped = skip(req);
-        if (typeof (skipped as Promise<boolean>)?.then === "function") {
-          return (skipped as Promise<boolean>).then((yes) => {
-            if (yes) record.skipped("skip", (req as Started)[STARTED]);
-            return yes;
-          });
-        }
-        if (skipped === true) record.skipped("skip", (req as Started)[STARTED]);
-        return skipped;
+        return skip === undefined ? false : skip(req);
       };
-      if (reported) {
-        const theirsSkipped = (o as { onSkipped?: (req: RateLimitRequest<unknown>, reason: string) => void }).onSkipped;
-        (o as { onSkipped?: unknown }).onSkipped = (req: RateLimitRequest<unknown>, reason: string) => {
-          record.skipped(SKIP_REASONS[reason] ?? reason, (req as Started)[STARTED]);
-          theirsSkipped?.(req, reason);
-        };
-      }
+      const theirsSkipped = o.onSkipped;
+      o.onSkipped = (req, reason) => {
+        record.skipped(SKIP_REASONS[reason] ?? reason, (req as Started)[STARTED]);
+        theirsSkipped?.(req, reason);
+      };
       o.storeEvents = o.storeEvents === undefined ? storeEvents : both(o.storeEvents, storeEvents);
       return o as O;
     },
@@ -206,26 +186,6 @@ export function floodgateTelemetry(options: TelemetryOptions = {}): FloodgateTel
 
 /** The `floodgate.skip.reason` values, from the HTTP layer's reasons. */
 const SKIP_REASONS: Readonly<Record<string, string>> = { skip: "skip", allowList: "allow_list", noRule: "no_rule", zeroCost: "zero_cost" };
-
-let skippedReported: boolean | undefined;
-/**
- * Whether the HTTP layer has the `onSkipped` hook (every request not counted, with why): asked
- * once, by the options check, which names an option it does not know before anything else.
- */
-function reportsSkipped(): boolean {
-  if (skippedReported !== undefined) return skippedReported;
-  try {
-    createHttpRateLimiter({ onSkipped: () => undefined } as HttpRateLimitOptions, {
-      method: () => "GET",
-      path: () => "/",
-      header: () => undefined,
-    });
-    skippedReported = true;
-  } catch (error) {
-    skippedReported = !String((error as Error)?.message).includes("`onSkipped`");
-  }
-  return skippedReported;
-}
 
 /** A rule's own store, when it names one. */
 function ruleStore(rule: unknown): RateLimitStore | undefined {
