@@ -91,7 +91,7 @@ const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out the Node-only ones: upstash-local (node:http, a bin),
 // testing (it runs in a test runner, npm only), mysql (mysql2 is a Node client), the AWS packages
 // (Lambda runs them on Node; the AWS SDK comes from npm), and cloudflare, which imports workerd's
-// own `cloudflare:workers`.
+// own `cloudflare:workers`; opentelemetry is npm only (its peer, @opentelemetry/api, is an npm package).
 const packages = [
   "core",
   "hono",
@@ -105,8 +105,11 @@ const packages = [
   "dynamodb",
   "cloudflare",
   "deno-kv",
+  "opentelemetry",
 ].filter((p) => existsSync(join(root, "packages", p, "src", "index.ts")));
-const jsrPackages = packages.filter((p) => !["upstash-local", "testing", "mysql", "aws-lambda", "dynamodb", "cloudflare"].includes(p));
+const jsrPackages = packages.filter((p) =>
+  !["upstash-local", "testing", "mysql", "aws-lambda", "dynamodb", "cloudflare", "opentelemetry"].includes(p)
+);
 
 let passed = 0;
 let failed = 0;

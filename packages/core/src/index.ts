@@ -43,6 +43,7 @@ export {
   resilientStore,
   type ResilientStoreOptions,
   type ResilientStoreStats,
+  type StoreEvents,
   type StoreLogger,
 } from "./stores/resilient-store.ts";
 export { type MemoryStore, memoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";

@@ -25,7 +25,7 @@ export { type RateLimitInfo, RateLimitResult } from "./result.ts";
 export type { DecisionOutcome, PolicyWarning, SkipReason } from "./info.ts";
 export type { RolloutOptions } from "./rollout-options.ts";
 export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
-export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-errors.ts";
+export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction, StoreEvents } from "./store-errors.ts";
 export { getRateLimit, settleAfterBody, toFetchResponse, withHeaders } from "./fetch.ts";
 export { ipKey, type IpKeyOptions } from "./ip-key.ts";
 export { handOffPending } from "./wait-until.ts";

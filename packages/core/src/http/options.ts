@@ -33,7 +33,7 @@ import { checkRuleOptions } from "./rule-options.ts";
 import { WARN_AT } from "../limiter/warn-at.ts";
 import type { RolloutOptions } from "./rollout-options.ts";
 import type { RateLimitInfo } from "./info.ts";
-import type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
+import type { CircuitBreakerOptions, StoreEvents } from "../stores/resilient-store.ts";
 import type { SkipReason, StoreErrorAction } from "./info.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
@@ -198,6 +198,12 @@ export interface HttpRateLimitOptions<Raw = unknown> extends RolloutOptions {
    * within about a second of its return); `maxCooldownMs` backs off by doubling; `false` to disable.
    */
   circuitBreaker?: false | CircuitBreakerOptions;
+  /**
+   * Told of the remote stores' failures, circuit openings and recoveries, and late charges given
+   * back, as they happen (for metrics; see `StoreEvents`). Stores the app wrapped in
+   * `resilientStore()` itself report through that wrapper's own `events`.
+   */
+  storeEvents?: StoreEvents;
   /** Called with every decision; a promise it returns joins `info.pending`. */
   onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
   /** Called with every denial; a promise it returns joins `info.pending`. */
@@ -300,6 +306,10 @@ function specs(): OptionSpecs {
     circuitBreaker: [
       (v) => v === false || isBreaker(v),
       "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }",
+    ],
+    storeEvents: [
+      (v) => isRecord(v) && Object.values(v as object).every((f) => f === undefined || isFunction(f) === true),
+      "an object of optional functions { failure, circuitOpened, circuitClosed, lateCharge }",
     ],
     onDecision: FUNCTION,
     onLimited: FUNCTION,

@@ -88,7 +88,12 @@ export function createHttpRateLimiter<Raw>(
     clock,
     formats: headerFormats(o.headers),
     baseStore: o.store ?? o.limiter?.store ?? memoryStore(),
-    resilient: resilientStores({ timeoutMs: o.timeoutMs, circuitBreaker: o.circuitBreaker, logger: o.logger ?? console }),
+    resilient: resilientStores({
+      timeoutMs: o.timeoutMs,
+      circuitBreaker: o.circuitBreaker,
+      logger: o.logger ?? console,
+      events: o.storeEvents,
+    }),
     onStoreError: storeErrorHandling(o.onStoreError, clock, callHook),
     warnings,
   });

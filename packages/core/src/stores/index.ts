@@ -12,6 +12,7 @@ export type { Policy, PolicyKind } from "../policy.ts";
 export {
   answeredLocally,
   type CallSignal,
+  type HeldReservation,
   isThenable,
   type LeaseRequest,
   type LeaseReturn,
