@@ -57,6 +57,12 @@ export function uniquePrefix(): string {
 /** The kinds that count cost units (every registered kind but those that hold units in flight), in the registry's order. */
 export const KINDS: readonly PolicyKind[] = POLICY_KINDS.filter((k) => !ALGORITHMS[k].traits.holdsUnits);
 
+/**
+ * The kinds of {@link KINDS} whose policies take any window (a calendar window's periods are
+ * local days, weeks or months): the tests that move time by seconds to see a window pass.
+ */
+export const WINDOWED_KINDS: readonly PolicyKind[] = KINDS.filter((k) => example(k, 2, 10_000).windowMs === 10_000);
+
 /** A policy of `kind` admitting `limit` per `windowMs` (a bucket of `limit` refilled over `windowMs`), from the factory the package exports for it. */
 export function example(kind: PolicyKind, limit: number, windowMs: number, name?: string, extra?: object): Policy {
   const definition = ALGORITHMS[kind];
