@@ -17,7 +17,7 @@ import {
   slidingLog,
   tokenBucket,
 } from "../../packages/core/src/index.ts";
-import { example, KINDS } from "../support/kinds.ts";
+import { example, SQL_RATE_KINDS as KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { GRAIN_MS, policySets } from "../redis/policy-arbitraries.ts";
 import { type MysqlHarness, mysqlHarness } from "./harness.ts";

@@ -17,7 +17,7 @@ import {
   type RateLimitStore,
   tokenBucket,
 } from "../../packages/core/src/index.ts";
-import { example, KINDS } from "../support/kinds.ts";
+import { example, SQL_RATE_KINDS as KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { kvStore } from "../../examples/custom-store/kv-store.ts";
 import { VersionedMap } from "../../examples/custom-store/versioned-map.ts";

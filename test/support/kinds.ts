@@ -17,6 +17,14 @@ export type RateKind = Exclude<PolicyKind, "concurrency">;
 export const KINDS: readonly RateKind[] = POLICY_KINDS.filter((k): k is RateKind => k !== "concurrency");
 
 /**
+ * The kinds the SQL stores (PostgreSQL, MySQL) decide: every kind but the calendar window, whose
+ * periods need a time-zone calendar their procedures do not have (they refuse it through `kinds`).
+ */
+export const SQL_KINDS: readonly PolicyKind[] = POLICY_KINDS.filter((k) => k !== "calendar-window");
+/** {@link KINDS} the SQL stores decide. */
+export const SQL_RATE_KINDS: readonly RateKind[] = KINDS.filter((k) => SQL_KINDS.includes(k));
+
+/**
  * A policy of `kind` admitting `limit` per `windowMs` (a bucket of `limit` refilled over
  * `windowMs`), built with the factory the package exports for it.
  */
