@@ -209,17 +209,19 @@ export class MultiModel {
   /** The first whole ms at which the request fits: found by scanning, no formula. */
   retryAfterMs(now: number, cost: number): number {
     if (this.policies.some((p) => cost > p.limit)) return Infinity;
-    // Models whose state changes only at whole seconds (calendar periods) are scanned per second
-    // first, then per ms within the second found.
-    const coarse = this.models.some((m) => "stepMs" in m);
-    if (coarse) {
+    // Models whose state changes only at whole seconds (calendar periods: boundaries at whole
+    // minutes in every zone since 1972) are scanned per minute, then per second, then per ms.
+    if (this.models.some((m) => "stepMs" in m)) {
       let wait = 0;
       while (!this.fits(now + wait, cost)) {
-        wait += 1000;
+        wait += 60_000;
         if (wait > 40 * 86_400_000) throw new Error("model found no retry time");
       }
       if (wait === 0) return 0;
-      for (let w = Math.max(0, wait - 1000);; w++) if (this.fits(now + w, cost)) return w;
+      wait -= 60_000; // does not fit here; fits within the next minute
+      while (!this.fits(now + wait + 1000, cost)) wait += 1000;
+      while (!this.fits(now + wait + 1, cost)) wait += 1;
+      return wait + 1;
     }
     for (let wait = 0;; wait++) {
       if (this.fits(now + wait, cost)) return wait;
@@ -227,9 +229,9 @@ export class MultiModel {
     }
   }
 
-  limit(now: number, cost: number): { allowed: boolean; remaining: number[]; retryAfterMs: number } {
+  limit(now: number, cost: number, withRetry = true): { allowed: boolean; remaining: number[]; retryAfterMs: number } {
     const allowed = this.fits(now, cost);
-    const retryAfterMs = allowed ? 0 : this.retryAfterMs(now, cost);
+    const retryAfterMs = allowed || !withRetry ? 0 : this.retryAfterMs(now, cost);
     if (allowed) { for (const m of this.models) m.charge(now, cost); }
     return { allowed, remaining: this.models.map((m) => m.remaining(now)), retryAfterMs };
   }
