@@ -15,12 +15,11 @@ export function policySignature(policies: readonly Policy[]): string {
     .join(",");
 }
 
-/**
- * A calendar window's period and zone, part of what its state means; nothing for the other
- * kinds. Not its billing day: the state names the period it counts, so a customer's cycle may
- * move and keep its namespace.
- */
-const calendarOf = (p: Policy): string => (p.calendar === undefined ? "" : `/${p.calendar.period}/${p.calendar.timeZone}`);
+/** A calendar window's calendar, part of what its state means; nothing for the other kinds. */
+const calendarOf = (p: Policy): string => {
+  const c = p.calendar;
+  return c === undefined ? "" : `/${c.period}/${c.timeZone}/${c.period === "month" ? c.billingDay : c.period === "week" ? c.weekStart : 0}`;
+};
 
 /**
  * Six base-36 characters (31 bits of the signature's SHA-256): the part of a default namespace
