@@ -17,6 +17,12 @@ export type RateKind = Exclude<PolicyKind, "concurrency">;
 export const KINDS: readonly RateKind[] = POLICY_KINDS.filter((k): k is RateKind => k !== "concurrency");
 
 /**
+ * The kinds of {@link KINDS} whose policies take any window (a calendar window's periods are
+ * local days, weeks or months): the tests that need a window of their choosing.
+ */
+export const WINDOWED_KINDS: readonly RateKind[] = KINDS.filter((k) => example(k, 2, 10_000).windowMs === 10_000);
+
+/**
  * The kinds the SQL stores (PostgreSQL, MySQL) decide: every kind but the calendar window, whose
  * periods need a time-zone calendar their procedures do not have (they refuse it through `kinds`).
  */
