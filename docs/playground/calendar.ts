@@ -37,7 +37,15 @@ export async function calendarMonth(
   month: number,
   billingDay = 1,
 ): Promise<{ days: CalendarRow[]; cycle: CalendarRow }> {
-  const label = new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  const label = new Intl.DateTimeFormat("en-CA", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
   const dayEnd = periodEnds(timeZone, "day", 1);
   const ym = `${year}-${String(month).padStart(2, "0")}`;
   // Every zone's midnight lies within 14 hours of UTC's: start a day early and walk forward.

@@ -5,7 +5,7 @@
  * local dates and never computes a boundary.
  */
 import { describe, expect, it } from "vitest";
-import { calendarWindow, type CalendarSpec } from "../../packages/core/src/index.ts";
+import { type CalendarSpec, calendarWindow } from "../../packages/core/src/index.ts";
 import { periodAt } from "../../packages/core/src/algorithms/calendar/periods.ts";
 import { CalendarWindowModel } from "./models.ts";
 
@@ -68,7 +68,17 @@ describe("calendar periods (hand-worked instants)", () => {
 
 describe("calendar periods against the reference model (names by local date, no boundary computed)", () => {
   const ZONES = ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu", "America/Santiago", "Pacific/Chatham"];
-  const SPECS = ZONES.flatMap((z) => [spec(z, "day"), spec(z, "week"), spec(z, "week", 1, 0), spec(z, "month"), spec(z, "month", 31), spec(z, "month", 30), spec(z, "month", 29)]);
+  const SPECS = ZONES.flatMap((
+    z,
+  ) => [
+    spec(z, "day"),
+    spec(z, "week"),
+    spec(z, "week", 1, 0),
+    spec(z, "month"),
+    spec(z, "month", 31),
+    spec(z, "month", 30),
+    spec(z, "month", 29),
+  ]);
 
   it.each(SPECS.map((s) => [`${s.timeZone} ${s.period} ${s.billingDay}/${s.weekStart}`, s] as const))(
     "%s: every period begins and ends where the local period's name changes",

@@ -5,13 +5,7 @@
  * decisions against the reference model, and policies surviving a trip through JSON.
  */
 import { describe, expect, it } from "vitest";
-import {
-  calendarWindow,
-  createRateLimiter,
-  fixedWindow,
-  memoryStore,
-  type Policy,
-} from "../../packages/core/src/index.ts";
+import { calendarWindow, createRateLimiter, fixedWindow, memoryStore, type Policy } from "../../packages/core/src/index.ts";
 import { revivePolicy } from "../../packages/core/src/stores/index.ts";
 import { MultiModel } from "./models.ts";
 
@@ -115,10 +109,12 @@ describe("calendar window against the reference model (random traces across DST 
   it.each(ZONES)("%s: every decision and remaining as the model says, days and months", async (zone) => {
     let seed = 7;
     const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648);
-    for (const [policy, start] of [
-      [calendarWindow({ limit: 5, period: "day", timeZone: zone }), "2026-03-27T00:00:00Z"],
-      [calendarWindow({ limit: 20, period: "month", timeZone: zone, billingDay: 30 }), "2025-12-15T00:00:00Z"],
-    ] as const) {
+    for (
+      const [policy, start] of [
+        [calendarWindow({ limit: 5, period: "day", timeZone: zone }), "2026-03-27T00:00:00Z"],
+        [calendarWindow({ limit: 20, period: "month", timeZone: zone, billingDay: 30 }), "2025-12-15T00:00:00Z"],
+      ] as const
+    ) {
       let now = Date.parse(start);
       const limiter = createRateLimiter({ policy, store: memoryStore(), clock: () => now });
       const model = new MultiModel([policy]);

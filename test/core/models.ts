@@ -139,7 +139,12 @@ export class CalendarWindowModel implements Model {
   private readonly counts = new Map<string, number>();
   private readonly format: Intl.DateTimeFormat;
   constructor(private readonly policy: Policy) {
-    this.format = new Intl.DateTimeFormat("en-CA", { timeZone: policy.calendar!.timeZone, year: "numeric", month: "2-digit", day: "2-digit" });
+    this.format = new Intl.DateTimeFormat("en-CA", {
+      timeZone: policy.calendar!.timeZone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+    });
   }
 
   /** The name of the period containing `now`. */

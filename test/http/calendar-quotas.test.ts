@@ -19,7 +19,7 @@ const POLICIES = new Map<string, Policy>();
 function monthly(plan: "free" | "pro", timeZone: string, billingDay: number): Policy {
   const id = `${plan}/${timeZone}/${billingDay}`;
   let p = POLICIES.get(id);
-  if (p === undefined) POLICIES.set(id, (p = calendarWindow({ limit: LIMITS[plan], period: "month", timeZone, billingDay, name: plan })));
+  if (p === undefined) POLICIES.set(id, p = calendarWindow({ limit: LIMITS[plan], period: "month", timeZone, billingDay, name: plan }));
   return p;
 }
 

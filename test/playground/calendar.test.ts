@@ -8,7 +8,11 @@ describe("playground calendar panel", () => {
   it("March 2026 in Berlin: 31 local days, Mar 29 of 23 hours; the cycle on the 31st from Feb 28", async () => {
     const { days, cycle } = await calendarMonth("Europe/Berlin", 2026, 3, 31);
     expect(days.length).toBe(31);
-    expect(days.filter((d) => d.hours !== 24)).toEqual([{ label: "2026-03-29, 00:00", startMs: Date.parse("2026-03-28T23:00:00Z"), hours: 23 }]);
+    expect(days.filter((d) => d.hours !== 24)).toEqual([{
+      label: "2026-03-29, 00:00",
+      startMs: Date.parse("2026-03-28T23:00:00Z"),
+      hours: 23,
+    }]);
     expect(cycle).toEqual({ label: "2026-02-28, 00:00", startMs: Date.parse("2026-02-27T23:00:00Z"), hours: 31 * 24 - 1 });
   });
 

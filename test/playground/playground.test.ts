@@ -243,7 +243,10 @@ describe("playground page (headless Chromium): the real engine from core's dist,
 
   it("the calendar panel shows March 2026 in Berlin with its 23-hour day, and Lord Howe's 23.5-hour day in October", async () => {
     const rows = () =>
-      page.$$eval("#cal-days tbody tr", (trs) => trs.map((tr) => [tr.className, ...[...tr.querySelectorAll("td")].map((td) => td.textContent)]));
+      page.$$eval(
+        "#cal-days tbody tr",
+        (trs) => trs.map((tr) => [tr.className, ...[...tr.querySelectorAll("td")].map((td) => td.textContent)]),
+      );
     await page.waitForSelector("#cal-days tbody tr");
     const march = await rows();
     expect(march.length).toBe(31);

@@ -84,8 +84,16 @@ describe("calendar window: Redis Lua decides as the memory store (injected time 
   const CASES: [string, Policy, string][] = [
     ["Berlin days", calendarWindow({ limit: 4, period: "day", timeZone: "Europe/Berlin" }), "2026-03-28T12:00:00Z"],
     ["Lord Howe days", calendarWindow({ limit: 4, period: "day", timeZone: "Australia/Lord_Howe" }), "2026-04-03T12:00:00Z"],
-    ["New York weeks from Sunday", calendarWindow({ limit: 9, period: "week", timeZone: "America/New_York", weekStart: 0 }), "2026-10-20T12:00:00Z"],
-    ["Kathmandu months on the 31st", calendarWindow({ limit: 12, period: "month", timeZone: "Asia/Kathmandu", billingDay: 31 }), "2024-01-15T00:00:00Z"],
+    [
+      "New York weeks from Sunday",
+      calendarWindow({ limit: 9, period: "week", timeZone: "America/New_York", weekStart: 0 }),
+      "2026-10-20T12:00:00Z",
+    ],
+    [
+      "Kathmandu months on the 31st",
+      calendarWindow({ limit: 12, period: "month", timeZone: "Asia/Kathmandu", billingDay: 31 }),
+      "2024-01-15T00:00:00Z",
+    ],
   ];
 
   it.each(CASES)("%s", async (_, policy, startIso) => {

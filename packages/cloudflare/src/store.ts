@@ -126,7 +126,8 @@ function plainPolicies(set: PolicySet): readonly Policy[] {
       { kind, name, limit, windowMs, refillRate, intervalMs, blockMs, calendar },
     ) => (calendar === undefined
       ? { kind, name, limit, windowMs, refillRate, intervalMs, blockMs }
-      : { kind, name, limit, windowMs, refillRate, intervalMs, blockMs, calendar: { ...calendar } }));
+      : { kind, name, limit, windowMs, refillRate, intervalMs, blockMs, calendar: { ...calendar } })
+    );
     plainSets.set(set, plain);
   }
   return plain;

@@ -58,7 +58,9 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>, 
       it("refuses, at limiter creation, a policy of a kind it does not decide", () => {
         for (const kind of POLICY_KINDS.filter((k) => !options.kinds!.includes(k))) {
           const policy = example(kind, 2, 10_000);
-          expect(() => createRateLimiter({ policy, store: ctx.server })).toThrow(new RegExp(`kind "${kind}", which the .* store does not implement`));
+          expect(() => createRateLimiter({ policy, store: ctx.server })).toThrow(
+            new RegExp(`kind "${kind}", which the .* store does not implement`),
+          );
         }
       });
     }

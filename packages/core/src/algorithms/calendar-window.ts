@@ -134,10 +134,16 @@ export function calendarWindow(options: CalendarWindowOptions): Policy {
   const where = "calendarWindow()";
   const o = parseOptions<CalendarWindowOptions>(options, where, OPTIONS);
   if (o.billingDay !== undefined && o.period !== "month") {
-    throw new FloodgateError("INVALID_OPTION", `${where}: \`billingDay\` applies to a period of "month" only; received period "${o.period}".`);
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `${where}: \`billingDay\` applies to a period of "month" only; received period "${o.period}".`,
+    );
   }
   if (o.weekStart !== undefined && o.period !== "week") {
-    throw new FloodgateError("INVALID_OPTION", `${where}: \`weekStart\` applies to a period of "week" only; received period "${o.period}".`);
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `${where}: \`weekStart\` applies to a period of "week" only; received period "${o.period}".`,
+    );
   }
   const calendar: CalendarSpec = Object.freeze({
     period: o.period,
@@ -193,7 +199,9 @@ export function calendarParameter(p: Policy, nowMs: number): number {
   if (b % MINUTE !== 0 || b / MINUTE >= 134_217_728 || b < 0 || bc < 0 || ac < 0) {
     throw new FloodgateError(
       "INVALID_ARGUMENT",
-      `calendar window "${p.name}": the period boundary ${new Date(b).toISOString()} in ${spec.timeZone} is not one the Redis stores represent (whole minutes from 1970 to 2225, periods of at most 31 days and 2 hours); the memory store and stores evaluating in TypeScript count it.`,
+      `calendar window "${p.name}": the period boundary ${
+        new Date(b).toISOString()
+      } in ${spec.timeZone} is not one the Redis stores represent (whole minutes from 1970 to 2225, periods of at most 31 days and 2 hours); the memory store and stores evaluating in TypeScript count it.`,
     );
   }
   return (b / MINUTE) * 67_108_864 + bc * 8192 + ac;
@@ -260,6 +268,11 @@ export const CALENDAR_WINDOW_DEFINITION: AlgorithmDefinition<"calendar-window"> 
     guarantee: "at most `limit` per local day, week or month (billing cycle) in a time zone",
     resetAt: "local end of the current period",
   },
-  exampleOptions: (limit, _windowMs, name) => ({ limit, period: "day", timeZone: "Europe/Berlin", ...(name === undefined ? {} : { name }) }),
+  exampleOptions: (limit, _windowMs, name) => ({
+    limit,
+    period: "day",
+    timeZone: "Europe/Berlin",
+    ...(name === undefined ? {} : { name }),
+  }),
   retentionMs: (p) => p.windowMs,
 };

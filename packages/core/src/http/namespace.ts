@@ -11,7 +11,9 @@ import { WHERE } from "./options.ts";
 /** What a policy set's state means: each policy's kind and figures, in order (names only label them). */
 export function policySignature(policies: readonly Policy[]): string {
   // A block is part of what the state means; without one the signature is what it always was.
-  return policies.map((p) => `${p.kind}/${p.limit}/${p.windowMs}/${p.refillRate}/${p.intervalMs}${p.blockMs > 0 ? `/b${p.blockMs}` : ""}${calendarOf(p)}`)
+  return policies.map((p) =>
+    `${p.kind}/${p.limit}/${p.windowMs}/${p.refillRate}/${p.intervalMs}${p.blockMs > 0 ? `/b${p.blockMs}` : ""}${calendarOf(p)}`
+  )
     .join(",");
 }
 

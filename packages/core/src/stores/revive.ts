@@ -78,7 +78,10 @@ function reviveCalendar(d: Record<string, unknown>): Policy {
     ...(d.blockMs as number > 0 ? { block: d.blockMs as number } : {}),
   });
   if (p.windowMs !== d.windowMs) {
-    throw new FloodgateError("INVALID_ARGUMENT", `revivePolicy(): calendar window "${p.name}" has windowMs ${String(d.windowMs)}; expected ${p.windowMs}.`);
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `revivePolicy(): calendar window "${p.name}" has windowMs ${String(d.windowMs)}; expected ${p.windowMs}.`,
+    );
   }
   return p;
 }

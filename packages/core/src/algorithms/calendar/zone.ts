@@ -44,12 +44,24 @@ export function wallOf(f: Intl.DateTimeFormat, ms: number): number {
   for (const part of f.formatToParts(s)) {
     const v = Number(part.value);
     switch (part.type) {
-      case "year": y = v; break;
-      case "month": mo = v; break;
-      case "day": d = v; break;
-      case "hour": h = v === 24 ? 0 : v; break;
-      case "minute": mi = v; break;
-      case "second": se = v; break;
+      case "year":
+        y = v;
+        break;
+      case "month":
+        mo = v;
+        break;
+      case "day":
+        d = v;
+        break;
+      case "hour":
+        h = v === 24 ? 0 : v;
+        break;
+      case "minute":
+        mi = v;
+        break;
+      case "second":
+        se = v;
+        break;
     }
   }
   return Date.UTC(y, mo - 1, d, h, mi, se);
