@@ -89,6 +89,7 @@ async function replay(reference: RateLimitStore, subject: RateLimitStore, set: P
 }
 
 const policiesArb = policySets({
+  kinds: KINDS, // the kinds the SQL stores decide
   maxLimit: 8,
   windows: [1, 3, 10, 20, 50, 600],
   rates: [1, 0.5, 0.25, 0.2, 0.1],
