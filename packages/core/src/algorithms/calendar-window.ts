@@ -6,6 +6,7 @@ import {
   ALGORITHM,
   type Algorithm,
   type AlgorithmDefinition,
+  algorithmOf,
   type AlgorithmTraits,
   ceilMs,
   type LuaAlgorithm,
@@ -39,11 +40,18 @@ const refundCalendar: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => 
   return span.end * 1000;
 };
 
+/** The calendar window's algorithm, which also packs the boundaries the Redis scripts take. */
+interface CalendarAlgorithm extends Algorithm {
+  /** See {@link calendarParameter}: on the algorithm, so that only bundles building calendar windows carry the calendar code. */
+  luaParameter(p: Policy, nowMs: number): number;
+}
+
 /**
  * Calendar window: [period start ms, count]. A period earlier than the stored one (a clock set
  * back) counts as the stored one, as a fixed window's earlier window does.
  */
-export const CALENDAR_WINDOW: Algorithm = {
+export const CALENDAR_WINDOW: CalendarAlgorithm = {
+  luaParameter: (p, nowMs) => calendarParameter(p, nowMs),
   traits: CALENDAR_TRAITS,
   width: 2,
   keepsLog: false,
@@ -235,7 +243,7 @@ if not c then count = 0 end
 const CALENDAR_WINDOW_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "k",
   parameter: () => 0,
-  parameterAt: calendarParameter,
+  parameterAt: (p: Policy, nowMs: number) => (algorithmOf(p) as CalendarAlgorithm).luaParameter(p, nowMs),
   fragments: {
     eval: `${CW_READ}ok = count + cost <= L
 out[i], out[i + 1], out[i + 2] = ok and 1 or 0, max(0, L - count), pe / 1000
