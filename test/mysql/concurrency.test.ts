@@ -11,7 +11,8 @@ import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRateLimiter, type PolicyKind } from "../../packages/core/src/index.ts";
 import { mysqlStore } from "../../packages/mysql/src/index.ts";
-import { clearOfHourBoundary, hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
+import { clearOfHourBoundary, hourly, uniquePrefix } from "../stores/store-contract.ts";
+import { SQL_RATE_KINDS as KINDS } from "../support/kinds.ts";
 import type { DoneMessage, RunMessage } from "../redis/fixtures/concurrency-worker.ts";
 import {
   MYSQL_MISSING,

@@ -9,6 +9,9 @@
 export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
 export { type Duration, parseDuration } from "./duration.ts";
 export {
+  type CalendarSpec,
+  calendarWindow,
+  type CalendarWindowOptions,
   concurrency,
   type ConcurrencyOptions,
   fixedWindow,

@@ -1,4 +1,4 @@
-import { FloodgateError, leasedLimits, type PolicySet } from "@floodgate/core/store";
+import { FloodgateError, leasedLimits, type PolicyKind, type PolicySet } from "@floodgate/core/store";
 import { MAX_POLICIES } from "./sql/expr.ts";
 
 /** A policy set as the procedures take it, computed once per set. */
@@ -19,6 +19,9 @@ const CODES: Record<string, string> = {
   "sliding-log": "l",
   concurrency: "c",
 };
+
+/** The kinds the procedures decide. */
+export const KINDS = Object.keys(CODES) as PolicyKind[];
 
 /** µs per token of a token bucket, an exact integer (as the algorithm computes it). */
 const intervalUs = (intervalMs: number): number => Math.round(intervalMs * 1000);

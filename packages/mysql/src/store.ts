@@ -4,6 +4,7 @@ import {
   FloodgateError,
   type LeaseRequest,
   overrideBlocked,
+  type PolicyKind,
   type PolicySet,
   type RateLimitStore,
   type StoreResult,
@@ -12,7 +13,7 @@ import { answerOf, errnoOf, RETRYABLE, type Runner, runnerOf, setupError, storeE
 import { baseKey, checkId, policyKeys } from "./keys.ts";
 import { migrationStatements, namesOf } from "./migration.ts";
 import { type MysqlStoreOptions, parseStoreOptions } from "./options.ts";
-import { prepare, type Prepared } from "./prepared.ts";
+import { KINDS, prepare, type Prepared } from "./prepared.ts";
 
 /** What `mysqlStore()` returns: a {@link RateLimitStore} with its schema's lifecycle. */
 export interface MysqlStore extends RateLimitStore {
@@ -51,6 +52,8 @@ const ATTEMPTS = 5;
 
 class MysqlRateLimitStore implements MysqlStore {
   readonly name = "mysql";
+  /** The kinds its procedures decide (a calendar window's periods need a time-zone calendar they do not have). */
+  readonly kinds: readonly PolicyKind[] = KINDS;
   readonly ownsClock: boolean;
   readonly #run: Runner;
   readonly #names: ReturnType<typeof namesOf>;

@@ -5,6 +5,7 @@ import {
   leasedLimits,
   type LeaseRequest,
   type Policy,
+  type PolicyKind,
   type PolicySet,
   type RateLimitStore,
   type StoreResult,
@@ -71,6 +72,8 @@ const micros = (nowMs: number): number => Math.floor(nowMs * 1000);
 
 class PgStore implements PostgresStore {
   readonly name = "postgres";
+  /** The kinds its functions decide (a calendar window's periods need a time-zone calendar they do not have). */
+  readonly kinds = Object.keys(KIND_CODES) as PolicyKind[];
   readonly ownsClock: boolean;
   readonly client: "pg" | "postgres";
   readonly names: SqlNames;

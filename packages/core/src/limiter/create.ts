@@ -93,6 +93,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       `createRateLimiter(): policy "${blocking.name}" has a \`block\`, but the ${bare.name} store has no \`block\` operation; use a built-in store, or add block, unblock and penalty to this one (docs/writing-a-store.md).`,
     );
   }
+  const kinds = unwrapStore(bare).kinds;
+  const foreign = kinds === undefined ? undefined : policies.find((p) => !kinds.includes(p.kind));
+  if (foreign !== undefined) {
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `createRateLimiter(): policy "${foreign.name}" is of kind "${foreign.kind}", which the ${bare.name} store does not implement; it implements ${
+        kinds!.join(", ")
+      }. Use another store for it (the memory and Redis stores implement every kind).`,
+    );
+  }
   const store = guardedStore(bare, o.resilience);
   const clock = o.clock ?? Date.now;
   // The store gets its own unfrozen copy: optimized code reads a frozen array's elements through

@@ -1,4 +1,4 @@
-import type { Policy } from "../policy.ts";
+import type { Policy, PolicyKind } from "../policy.ts";
 
 /** A value or a promise of it: the memory store answers synchronously, Redis stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -124,6 +124,11 @@ export interface RateLimitStore {
    * memory store): the limiter then calls it without a deadline or circuit breaker around it.
    */
   readonly synchronous?: boolean;
+  /**
+   * The kinds of policy this store decides, when not every kind (a store with its own code per
+   * kind, such as SQL procedures): a limiter over a policy of another kind is refused at creation.
+   */
+  readonly kinds?: readonly PolicyKind[];
   /**
    * Checks and, when every policy admits `cost`, charges it. `signal`, when given, turns
    * `aborted` once the caller has abandoned the call: send no further command for it.

@@ -72,7 +72,7 @@ return out
 }
 
 /** SHA1 of the compound script, precomputed (test/redis/lua-sha.test.ts recomputes it). */
-export const COMPOUND_SCRIPT_SHA = "c4737ece323f2766d658f93b46b50fa1931aad63";
+export const COMPOUND_SCRIPT_SHA = "7d921f2ebc3c4750a3c0c172cce61347a9064a72";
 
 let script: LuaScript | undefined;
 
