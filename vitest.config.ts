@@ -19,6 +19,7 @@ export default defineConfig({
       { find: /^@floodgate\/mysql$/, replacement: source("mysql") },
       { find: /^@floodgate\/cloudflare$/, replacement: source("cloudflare") },
       { find: /^@floodgate\/deno-kv$/, replacement: source("deno-kv") },
+      { find: /^@floodgate\/opentelemetry$/, replacement: source("opentelemetry") },
       { find: /^@floodgate\/testing$/, replacement: source("testing") },
       { find: /^@floodgate\/aws-lambda$/, replacement: source("aws-lambda") },
       { find: /^@floodgate\/dynamodb$/, replacement: source("dynamodb") },

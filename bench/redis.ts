@@ -21,23 +21,38 @@
  *
  * `--instructions` (needs valgrind) measures instead what no other load can disturb: machine
  * instructions inside Redis per script call (callgrind, counting only inside evalShaCommand),
- * for the floor, each Floodgate script and rate-limiter-flexible, on a redis-server started
- * under valgrind here (and killed by its pid).
+ * and Redis commands per call, for the floor, rate-limiter-flexible and each Floodgate script, on
+ * a redis-server started under valgrind here (and killed by its pid); counted as
+ * test/redis/script-instructions.test.ts counts them (bench/redis-subjects.ts). With `--record`
+ * it writes the Floodgate figures to bench/redis-instructions.json, which that test holds the
+ * scripts to (and bench/README.md must show). `--parts` instead counts what the commands and
+ * constructs a script is made of cost, each alone in a script; `--sliding-log`, one sliding-log
+ * decision that finds 10,000 entries aged out (and 3, and 1,000).
  *
  * `--baseline <dir>` (a copy of an earlier commit, made by scripts/bench-baseline.sh) adds every
  * Floodgate subject again for that copy's `@floodgate/core`, labelled "(baseline)", on the same
  * clients and server, interleaved with the others in every round (and in `--instructions`).
  */
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createClient } from "redis";
-import { copies, type Core, loadCore } from "./copies.ts";
-import { freePort, startRedis } from "../test/support/redis-server.ts";
+import { BASELINE_SUFFIX, copies, type Core, loadCore } from "./copies.ts";
+import { startRedis } from "../test/support/redis-server.ts";
+import { callgrindAvailable, startCallgrindRedis } from "../test/support/redis-callgrind.ts";
+import { parts, slidingLogExpiry } from "./redis-parts.ts";
+import {
+  COUNTED_IDS,
+  COUNTING,
+  FIRST_DB,
+  type InstructionRecord,
+  instructionSubjects,
+  RECORD_FILE,
+  SUBJECT_NAMES,
+} from "./redis-subjects.ts";
 import { startUpstashBridge } from "../packages/upstash-local/src/index.ts";
 
 const arg = (name: string, fallback: number): number => {
@@ -243,108 +258,77 @@ async function main(): Promise<void> {
 
 /**
  * Instructions inside Redis per script call: a redis-server under callgrind counting only inside
- * evalShaCommand; per subject, 1,000 warm-up decisions (keys exist, as in steady state), then the
- * counters are zeroed, `n` decisions run, and the dump's total is divided by `n`.
+ * evalShaCommand (test/support/redis-callgrind.ts); per subject, 1,000 warm-up decisions (keys
+ * exist, as in steady state), then the counters are zeroed, `n` decisions run, and the dump's
+ * total is divided by `n`. Beside each count: the Redis commands per decision (INFO commandstats
+ * over the same `n` decisions, the script's own calls included) and the ratio to
+ * rate-limiter-flexible's script, counted on the same server.
  */
-async function instructions(n = 2000): Promise<void> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "floodgate-bench-cg-"));
-  const port = await freePort();
-  const child = spawn(
-    "valgrind",
-    [
-      "--tool=callgrind",
-      "--toggle-collect=evalShaCommand",
-      `--callgrind-out-file=${path.join(dir, "cg.%p")}`,
-      "redis-server",
-      "--port",
-      String(port),
-      "--bind",
-      "127.0.0.1",
-      "--save",
-      "",
-      "--appendonly",
-      "no",
-      "--dir",
-      dir,
-    ],
-    { stdio: "ignore" },
-  );
-  const pid = child.pid!;
-  const killChild = (): void => {
-    if (child.exitCode === null && child.signalCode === null) process.kill(pid, "SIGKILL");
-  };
-  process.once("exit", killChild);
-  const client = new IORedis(port, "127.0.0.1", { retryStrategy: () => 200, maxRetriesPerRequest: null });
-  client.on("error", () => undefined);
+async function instructions(n: number, record: boolean): Promise<void> {
+  const cg = await startCallgrindRedis();
+  const recorded: Record<string, { instructions: number; commands: Record<string, number> }> = {};
+  const { client } = cg;
   try {
-    await new Promise((resolve) => client.once("ready", resolve));
     const floorSha = (await client.script("LOAD", FLOOR)) as string;
-    const hour = { window: "1h" } as const;
     const subjects: [string, (id: string) => Promise<unknown>][] = [["floor: bare EVALSHA of return 1", () => client.evalsha(floorSha, 0)]];
-    CORES.forEach(({ suffix, core }, n) => {
-      const { createRateLimiter, fixedWindow, slidingLog, slidingWindow, tokenBucket } = core;
-      const store = core.redisStore({ client });
-      const limiter = (policy: Parameters<Core["createRateLimiter"]>[0]["policy"], prefix: string) => {
-        const l = createRateLimiter({ policy, store, prefix: `${prefix}${n}:` });
-        return (id: string) => l.limit(id);
-      };
-      subjects.push(
-        [`floodgate sliding window${suffix}`, limiter(slidingWindow({ limit: 100_000_000, ...hour }), "i1")],
-        [`floodgate token bucket${suffix}`, limiter(tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 }), "i2")],
-        [`floodgate fixed window${suffix}`, limiter(fixedWindow({ limit: 100_000_000, ...hour }), "i3")],
-        [`floodgate sliding log${suffix}`, limiter(slidingLog({ limit: 100_000, ...hour }), "i4")],
-        [
-          `floodgate token bucket + sliding window (multi)${suffix}`,
-          limiter([
-            tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "a" }),
-            slidingWindow({ limit: 100_000_000, ...hour, name: "b" }),
-          ], "i5"),
-        ],
-      );
-    });
     subjects.push([
-      "rate-limiter-flexible RateLimiterRedis",
+      "rate-limiter-flexible RateLimiterRedis (fixed window)",
       ((l) => (id: string) => l.consume(id))(
-        new RateLimiterRedis({ storeClient: client, points: 100_000_000, duration: 3600, keyPrefix: "i6" }),
+        new RateLimiterRedis({ storeClient: await cg.connect(1), points: 100_000_000, duration: 3600, keyPrefix: "i6" }),
       ),
     ]);
-    const rows = ["| script | instructions per call in Redis |", "|---|---|"];
+    // Each subject in a database of its own: the working tree's in the ones the test uses.
+    let db = FIRST_DB;
+    for (const { suffix, core } of CORES) {
+      const clients = [];
+      for (let i = 0; i < SUBJECT_NAMES.length; i++) clients.push(await cg.connect(db++));
+      for (const [name, decide] of instructionSubjects(core, clients)) subjects.push([`${name}${suffix}`, decide]);
+    }
+    const rows = [
+      "| script (every decision admitted) | instructions per call in Redis | ÷ rate-limiter-flexible | Redis commands per decision |",
+      "|---|---|---|---|",
+    ];
+    const counted: [string, number, string][] = [];
     for (const [name, decide] of subjects) {
-      for (let i = 0; i < 1000; i++) await decide(IDS[i % IDS.length]!);
-      execFileSync("callgrind_control", ["-z", String(pid)], { stdio: "ignore" });
-      for (let i = 0; i < n; i++) await decide(IDS[i % IDS.length]!);
-      const label = `subject${rows.length}`;
-      execFileSync("callgrind_control", ["-d", label, String(pid)], { stdio: "ignore" });
-      const dump = readdirSync(dir).map((f) => readFileSync(path.join(dir, f), "utf8")).find((t) =>
-        t.includes(`\ndesc: Trigger: dump ${label}\n`)
-      );
-      const total = Number(dump?.match(/^summary: (\d+)$/m)?.[1]);
-      rows.push(`| ${name} | ${Math.round(total / n)} |`);
+      const { instructions, commands } = await cg.count(decide, COUNTED_IDS, n, COUNTING.warmUp);
+      if (name.startsWith("floodgate") && !name.endsWith(BASELINE_SUFFIX)) recorded[name] = { instructions, commands };
+      counted.push([name, instructions, Object.entries(commands).map(([cmd, calls]) => `${cmd} ${+calls.toFixed(3)}`).join(", ")]);
+    }
+    const peer = counted.find(([name]) => name.startsWith("rate-limiter-flexible"))![1];
+    for (const [name, instructions, commands] of counted) {
+      rows.push(`| ${name} | ${instructions.toLocaleString("en-US")} | ${(instructions / peer).toFixed(2)} | ${commands} |`);
     }
     console.log(
-      `Redis ${
-        ((await client.info("server")) as string).match(/redis_version:(\S+)/)?.[1]
-      } under callgrind, ${n} decisions per subject after 1,000 warm-up decisions\n\n${rows.join("\n")}`,
+      `Redis ${cg.version} under callgrind, ${n} decisions per subject over ${COUNTING.ids} identifiers, after ${COUNTING.warmUp} warm-up decisions\n\n${
+        rows.join("\n")
+      }`,
     );
+    if (record) {
+      const file: InstructionRecord = { redis: cg.version, counting: { ...COUNTING, decisions: n }, scripts: recorded };
+      writeFileSync(RECORD_FILE, `${JSON.stringify(file, null, 2)}\n`);
+      console.log(`\nrecorded in ${fileURLToPath(RECORD_FILE)}`);
+    }
   } finally {
-    client.disconnect();
-    killChild();
-    rmSync(dir, { recursive: true, force: true });
+    cg.stop();
   }
 }
 
 if (process.argv.includes("--instructions")) {
-  if (!existsSync("/proc") || spawnFails("valgrind")) throw new Error("--instructions needs valgrind (and callgrind_control) on PATH");
-  await instructions(arg("decisions", 2000));
+  if (!existsSync("/proc") || !callgrindAvailable()) throw new Error("--instructions needs valgrind (and callgrind_control) on PATH");
+  if (process.argv.includes("--parts") || process.argv.includes("--sliding-log")) {
+    const cg = await startCallgrindRedis();
+    try {
+      console.log(
+        process.argv.includes("--parts")
+          ? `Redis ${cg.version} under callgrind, each part alone in a script (the first row: the whole call)\n\n${await parts(cg)}`
+          : `Redis ${cg.version} under callgrind, one sliding-log call\n\n${await slidingLogExpiry(cg, CORES[0]!.core)}`,
+      );
+    } finally {
+      cg.stop();
+    }
+  } else {
+    await instructions(arg("decisions", COUNTING.decisions), process.argv.includes("--record"));
+  }
 } else {
   await main();
-}
-
-function spawnFails(command: string): boolean {
-  try {
-    execFileSync(command, ["--version"], { stdio: "ignore" });
-    return false;
-  } catch {
-    return true;
-  }
 }

@@ -21,6 +21,8 @@ const SYSTEM_PACKAGES = [
   { name: "redis-server", binaries: ["redis-server", "redis-cli"], for: "the Redis suites" },
   // test/runtimes/browser.test.ts drives Debian's Chromium through playwright-core.
   { name: "chromium", binaries: ["chromium"], for: "the browser test, test/runtimes/browser.test.ts" },
+  // test/redis/script-instructions.test.ts counts the Redis scripts' instructions under callgrind.
+  { name: "valgrind", binaries: ["valgrind", "callgrind_control"], for: "the Redis script instruction check" },
 ];
 
 function onPath(binary) {
@@ -89,7 +91,7 @@ const bin = (name) => join(root, "node_modules", ".bin", name);
 // Every npm package; the JSR ones (Deno) leave out the Node-only ones: upstash-local (node:http, a bin),
 // testing (it runs in a test runner, npm only), mysql (mysql2 is a Node client), the AWS packages
 // (Lambda runs them on Node; the AWS SDK comes from npm), and cloudflare, which imports workerd's
-// own `cloudflare:workers`.
+// own `cloudflare:workers`; opentelemetry is npm only (its peer, @opentelemetry/api, is an npm package).
 const packages = [
   "core",
   "hono",
@@ -103,8 +105,11 @@ const packages = [
   "dynamodb",
   "cloudflare",
   "deno-kv",
+  "opentelemetry",
 ].filter((p) => existsSync(join(root, "packages", p, "src", "index.ts")));
-const jsrPackages = packages.filter((p) => !["upstash-local", "testing", "mysql", "aws-lambda", "dynamodb", "cloudflare"].includes(p));
+const jsrPackages = packages.filter((p) =>
+  !["upstash-local", "testing", "mysql", "aws-lambda", "dynamodb", "cloudflare", "opentelemetry"].includes(p)
+);
 
 let passed = 0;
 let failed = 0;
@@ -220,6 +225,9 @@ const junit = (path) => junitCounts(readFileSync(path, "utf8"));
 // The same suites, unchanged, on the other runtimes (Deno maps "vitest" to test/portable/vitest-on-deno.ts).
 const PORTABLE_SUITES = [
   "test/core/algorithms.property.test.ts",
+  // Calendar periods from each runtime's own Intl time-zone data.
+  "test/core/calendar-periods.test.ts",
+  "test/core/calendar-window.test.ts",
   "test/core/limiter.test.ts",
   "test/core/memory-store.test.ts",
   "test/core/scenarios.test.ts",

@@ -2,7 +2,7 @@
  * Rewrites the precomputed SHA1 constants of the Redis scripts after a script changed or a kind
  * was added to the algorithm registry: `npx tsx scripts/update-lua-sha.ts`. The constants live
  * beside their scripts: packages/core/src/stores/redis/lua.ts (decisions, penalties and blocks),
- * reservation-lua.ts (reserve and settle) and lease-lua.ts (leases). test/redis/lua-sha.test.ts fails
+ * reservation-lua.ts (reserve and settle), lease-lua.ts (leases) and compound-lua.ts (compound steps). test/redis/lua-sha.test.ts fails
  * until they match.
  */
 import { createHash } from "node:crypto";
@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { luaScripts } from "../packages/core/src/stores/redis/lua.ts";
 import { reservationScripts } from "../packages/core/src/stores/redis/reservation-lua.ts";
 import { leaseLuaScript } from "../packages/core/src/stores/redis/lease-lua.ts";
+import { compoundLua } from "../packages/core/src/stores/redis/compound-lua.ts";
 
 const sha1 = (source: string): string => createHash("sha1").update(source).digest("hex");
 const edit = (name: string, change: (text: string) => string): void => {
@@ -41,4 +42,9 @@ edit("lease-lua.ts", (text) => {
   const sha = sha1(leaseLuaScript().source);
   console.log("lease", sha);
   return text.replace(/(export const LEASE_SCRIPT_SHA = ")[0-9a-f]{40}(";)/, `$1${sha}$2`);
+});
+edit("compound-lua.ts", (text) => {
+  const sha = sha1(compoundLua().source);
+  console.log("compound", sha);
+  return text.replace(/(export const COMPOUND_SCRIPT_SHA = ")[0-9a-f]{40}(";)/, `$1${sha}$2`);
 });

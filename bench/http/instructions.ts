@@ -9,7 +9,7 @@
 // The server runs with `--predictable-gc-schedule`: otherwise V8 schedules collections from
 // measured speeds, and a server under valgrind on a loaded machine, slower in wall time, would
 // count a different amount of collection work.
-//   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate] [--warm 4000] [--requests 6000] [--baseline <dir>]
+//   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate,floodgate-otel] [--warm 4000] [--requests 6000] [--baseline <dir>]
 // `--baseline <dir>` (a copy made by scripts/bench-baseline.sh) adds the variant
 // `floodgate-baseline`: the Floodgate server run in that copy's root, so it loads the copy's packages.
 // Variants: none | floodgate | peer | headers | floor (see bench/http/server.ts: `headers` only
@@ -137,6 +137,7 @@ const NAMES: Record<string, (framework: string) => string> = {
   floor: () => "headers + read request + publish result (floor)",
   floodgate: (f) => `@floodgate/${f}`,
   "floodgate-baseline": (f) => `@floodgate/${f} (baseline)`,
+  "floodgate-otel": (f) => `@floodgate/${f} + @floodgate/opentelemetry (no SDK)`,
   peer: (f) => PEERS[f]!,
 };
 const rows: string[] = [];

@@ -1,7 +1,7 @@
 // HTTP overhead benchmark (a harness, not a test): for each framework, a hello route without a
 // limiter, with Floodgate and with the framework's usual peer, measured with autocannon on
 // loopback in the same run, the three alternated round by round. Prints a Markdown table.
-//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5] [--only hono|express|koa] [--floors] [--baseline <dir>]
+//   npx tsx bench/http/run.ts [--rounds 3] [--seconds 5] [--only hono|express|koa] [--floors] [--otel] [--baseline <dir>]
 // `--baseline <dir>` (a copy of an earlier commit, made by scripts/bench-baseline.sh) adds a
 // "floodgate (baseline)" variant per framework: the same server script, run in that copy's root
 // so that `@floodgate/<framework>` and the core it imports are the copy's (see bench/copies.ts),
@@ -28,11 +28,14 @@ const VARIANTS = [
   "none",
   "floodgate",
   ...(BASELINE === undefined ? [] : ["floodgate-baseline"]),
+  // `--otel`: Floodgate with @floodgate/opentelemetry and no SDK registered (the API's no-op instruments).
+  ...(args.includes("--otel") ? ["floodgate-otel"] : []),
   "peer",
   ...(args.includes("--floors") ? ["headers", "floor"] : []),
 ];
 const LABELS: Record<string, string> = {
   none: "no limiter",
+  "floodgate-otel": "Floodgate + @floodgate/opentelemetry (no SDK)",
   headers: "floor: the five default headers only",
   floor: "floor: headers + reading method, path, socket",
 };

@@ -1,5 +1,6 @@
 // One hello-route server for the HTTP benchmark: `tsx bench/http/server.ts <framework> <variant>`
-// where framework is hono | express | koa and variant is none | floodgate | peer | headers | floor.
+// where framework is hono | express | koa and variant is none | floodgate | floodgate-otel | peer | headers | floor.
+// `floodgate-otel` adds @floodgate/opentelemetry with no SDK registered (the API's no-op instruments).
 // Limits are far above the load, so nothing is denied; default headers are on everywhere. Two
 // variants are no limiter but the least one must do, through the cheapest public API of the
 // framework: `headers` only sets five constant headers shaped like Floodgate's defaults;
@@ -19,10 +20,19 @@ import { rateLimiter as honoRateLimiter } from "hono-rate-limiter";
 import Koa, { type Middleware } from "koa";
 import koaRateLimit from "koa-ratelimit";
 
-const [framework, variant] = process.argv.slice(2) as ["hono" | "express" | "koa", "none" | "floodgate" | "peer" | "headers" | "floor"];
+const [framework, variant] = process.argv.slice(2) as [
+  "hono" | "express" | "koa",
+  "none" | "floodgate" | "floodgate-otel" | "peer" | "headers" | "floor",
+];
 const LIMIT = 1_000_000_000;
 const WINDOW_MS = 60_000;
 const policy = slidingWindow({ limit: LIMIT, window: WINDOW_MS });
+/**
+ * The options of the Floodgate variants: with the telemetry in for `floodgate-otel` (imported
+ * only then: a baseline copy from before the package runs this file too).
+ */
+const telemetry = variant === "floodgate-otel" ? (await import("@floodgate/opentelemetry")).floodgateTelemetry() : undefined;
+const floodgateOptions = () => (telemetry === undefined ? { policy } : telemetry.instrument({ policy }));
 const ready = (port: number) => console.log(`listening on ${port}`);
 /** Floodgate's default headers (legacy + draft-11) for this policy, as constants. */
 const FIVE_HEADERS: readonly (readonly [string, string])[] = [
@@ -44,7 +54,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => pr
 if (framework === "hono") {
   const app = new Hono();
   let mw: MiddlewareHandler | undefined;
-  if (variant === "floodgate") mw = floodgateHono({ policy });
+  if (variant === "floodgate" || variant === "floodgate-otel") mw = floodgateHono(floodgateOptions());
   if (variant === "peer") {
     mw = honoRateLimiter({
       windowMs: WINDOW_MS,
@@ -73,7 +83,7 @@ if (framework === "hono") {
 } else if (framework === "express") {
   const app = express();
   let mw: RequestHandler | undefined;
-  if (variant === "floodgate") mw = floodgateExpress({ policy });
+  if (variant === "floodgate" || variant === "floodgate-otel") mw = floodgateExpress(floodgateOptions());
   if (variant === "peer") mw = expressRateLimit({ windowMs: WINDOW_MS, limit: LIMIT }) as unknown as RequestHandler;
   if (variant === "headers" || variant === "floor") {
     mw = (req, res, next) => {
@@ -92,7 +102,7 @@ if (framework === "hono") {
 } else {
   const app = new Koa();
   let mw: Middleware | undefined;
-  if (variant === "floodgate") mw = floodgateKoa({ policy });
+  if (variant === "floodgate" || variant === "floodgate-otel") mw = floodgateKoa(floodgateOptions());
   if (variant === "peer") {
     mw = koaRateLimit({
       driver: "memory",

@@ -3,6 +3,7 @@
  * engine, on simulated time) and shows the chart and the counts. Re-runs on every change.
  */
 import type { PolicyKind } from "@floodgate/core";
+import { calendarMonth } from "./calendar.ts";
 import { renderChart } from "./chart.ts";
 import {
   ALGORITHMS,
@@ -199,5 +200,40 @@ function start(): void {
   update();
 }
 
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-else start();
+/** The calendar panel: the chosen month's local days and billing cycle, from the engine. */
+async function updateCalendar(): Promise<void> {
+  const [year, month] = input("cal-month").value.split("-").map(Number) as [number, number];
+  const billingDay = Math.min(31, Math.max(1, Math.round(numberOf("cal-billing")) || 1));
+  if (!(year > 1970 && month >= 1 && month <= 12)) return;
+  const zone = element<HTMLSelectElement>("cal-zone").value;
+  const { days, cycle } = await calendarMonth(zone, year, month, billingDay);
+  const utc = (ms: number): string => new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+  element("cal-cycle").textContent = `The billing cycle on day ${billingDay} containing the 15th starts ${cycle.label} local (${
+    utc(cycle.startMs)
+  } UTC) and lasts ${cycle.hours} hours.`;
+  const body = element("cal-days").querySelector("tbody")!;
+  body.replaceChildren(...days.map((d) => {
+    const row = document.createElement("tr");
+    if (d.hours !== 24) row.className = "dst";
+    for (const [text, numeric] of [[d.label, false], [utc(d.startMs), false], [String(d.hours), true]] as const) {
+      const cell = document.createElement("td");
+      cell.textContent = text;
+      if (numeric) cell.className = "num";
+      row.append(cell);
+    }
+    return row;
+  }));
+}
+
+function startCalendar(): void {
+  for (const id of ["cal-zone", "cal-month", "cal-billing"]) element(id).addEventListener("change", () => void updateCalendar());
+  void updateCalendar();
+}
+
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", start);
+  document.addEventListener("DOMContentLoaded", startCalendar);
+} else {
+  start();
+  startCalendar();
+}

@@ -35,6 +35,7 @@ export const ALGORITHM_LABELS: Record<PolicyKind, string> = {
   "fixed-window": "Fixed window",
   "sliding-log": "Sliding log",
   concurrency: "Concurrency",
+  "calendar-window": "Calendar window",
 };
 
 /** The parameters of every algorithm: the token bucket's, and one set for the three window kinds. */
@@ -191,6 +192,9 @@ export function policyFor(kind: PolicyKind, params: AlgorithmParams): Policy {
     case "concurrency":
       // Requests in flight, not requests over time: the playground simulates rates only.
       throw new ScenarioError("The playground simulates rate limits; a concurrency limit counts requests in flight.");
+    case "calendar-window":
+      // Periods of days and months: too long for a trace of seconds.
+      throw new ScenarioError("The playground's traces last seconds; a calendar window counts local days, weeks or months.");
   }
 }
 

@@ -5,7 +5,7 @@
  * leave alone, settlement with the result's headers, and work finished before it returns.
  */
 import { getRateLimit, type LambdaHttpEvent, queryParameter, withRateLimit } from "@floodgate/aws-lambda";
-import { fixedWindow, type RateLimitInfo } from "@floodgate/core";
+import { fixedWindow, FloodgateError, type RateLimitInfo } from "@floodgate/core";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { describe, expect, it } from "vitest";
 import { ALB_EVENT, ALB_MULTI_VALUE_EVENT, FUNCTION_URL_EVENT, HTTP_API_EVENT, REST_API_EVENT } from "./fixtures/events.ts";
@@ -69,6 +69,19 @@ describe("reading the documented events", () => {
     await handler({ ...REST_API_EVENT, path: "/v10/x" }, {});
     expect(paths.map((p) => p.split(" ")[1])).toEqual(["/items", "/", "/v10/x"]);
     expect(() => withRateLimit(ok, { ...once, basePath: "v1/" })).toThrow("invalid option `basePath`");
+  });
+
+  it("a bad handler or basePath is a FloodgateError with code INVALID_OPTION, as every other option error", () => {
+    for (const build of [() => withRateLimit(ok, { ...once, basePath: "v1/" }), () => withRateLimit("x" as never, once)]) {
+      let thrown: unknown;
+      try {
+        build();
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(FloodgateError);
+      expect((thrown as FloodgateError).code).toBe("INVALID_OPTION");
+    }
   });
 
   it("X-Forwarded-For: the front door's own entries are not a proxy chain; trustProxy reads the hops before them", async () => {

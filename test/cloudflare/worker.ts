@@ -4,7 +4,7 @@
  * - POST /store: one call of durableObjectStore (method and arguments as JSON), so that the
  *   contract suite, run by vitest in Node, drives the store as it runs in a Worker;
  * - POST /limit: one decision of a limiter kept in this isolate (as an app keeps it), on one of
- *   the policy sets of the exactness tests;
+ *   the policy sets of the exactness tests (`latencyMs`: that long before each call reaches its object);
  * - POST /peek, /flush: what a key has left; the unspent units of this isolate's leases given back;
  * - POST /requests: the DO requests the isolate's stores have made;
  * - POST /keys: how many keys the object of a single-shard store holds.
@@ -30,14 +30,30 @@ interface Env {
 }
 
 const stores = new Map<string, DurableObjectStore>();
-function storeFor(env: Env, clock: "object" | "caller", shards: number | undefined): DurableObjectStore {
-  const id = `${clock}/${shards ?? ""}`;
+function storeFor(env: Env, clock: "object" | "caller", shards: number | undefined, latencyMs = 0): DurableObjectStore {
+  const id = `${clock}/${shards ?? ""}/${latencyMs}`;
   let store = stores.get(id);
   if (store === undefined) {
-    store = durableObjectStore({ namespace: env.RATE_LIMITER, clock, ...(shards === undefined ? {} : { shards }) });
+    const namespace = latencyMs === 0 ? env.RATE_LIMITER : delayed(env.RATE_LIMITER, latencyMs);
+    store = durableObjectStore({ namespace, clock, ...(shards === undefined ? {} : { shards }) });
     stores.set(id, store);
   }
   return store;
+}
+
+/**
+ * The namespace with `ms` of network before each call reaches its object, as between a Worker and
+ * an object in another place: the calling request waits on a timer of its own, and the thread
+ * goes idle meanwhile (when workerd looks for requests that wait on nothing of their own).
+ */
+function delayed(namespace: RateLimiterNamespace, ms: number): RateLimiterNamespace {
+  return {
+    idFromName: (name) => namespace.idFromName(name),
+    get: (id, options) => {
+      const stub = namespace.get(id, options);
+      return { decide: async (call) => (await new Promise((resolve) => setTimeout(resolve, ms)), stub.decide(call)) };
+    },
+  };
 }
 
 /** The exactness tests' policy sets: each kind at `limit` per hour, and one of every rate kind together. */
@@ -87,8 +103,9 @@ export default {
         return Response.json({ result: result ?? null });
       }
       if (url.pathname === "/limit") {
-        const { set, limit, prefix, mode, shards, key, denyCache } = await request.json() as {
+        const { set, limit, prefix, mode, shards, key, denyCache, latencyMs } = await request.json() as {
           denyCache?: boolean;
+          latencyMs?: number;
           set: string;
           limit: number;
           prefix: string;
@@ -99,7 +116,7 @@ export default {
         const id = `${prefix}/${mode}`;
         let limiter = limiters.get(id);
         if (limiter === undefined) {
-          const store = storeFor(env, "object", shards);
+          const store = storeFor(env, "object", shards, latencyMs);
           // The deny cache in front of the store: known denials answered in the isolate, no DO request.
           limiter = createRateLimiter({ policy: policiesOf(set, limit), store: denyCache ? withDenyCache(store) : store, prefix, mode });
           limiters.set(id, limiter);

@@ -126,12 +126,65 @@ export class SlidingLogModel implements Model {
   }
 }
 
+/**
+ * Calendar window: a count per period, the period named by the local date (in the policy's time
+ * zone, read with `toLocaleDateString`) of the instant: a day is its date; a week, the date of its
+ * first day; a month, the billing cycle (year, month) its date falls in, a cycle starting on the
+ * billing day or, in a month too short for it, on the month's last day. Boundaries are never
+ * computed: they are wherever the name changes.
+ */
+export class CalendarWindowModel implements Model {
+  /** Boundaries of local dates are at whole seconds: retry times are scanned per second. */
+  readonly stepMs = 1000;
+  private readonly counts = new Map<string, number>();
+  private readonly format: Intl.DateTimeFormat;
+  constructor(private readonly policy: Policy) {
+    this.format = new Intl.DateTimeFormat("en-CA", {
+      timeZone: policy.calendar!.timeZone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+    });
+  }
+
+  /** The name of the period containing `now`. */
+  name(now: number): string {
+    const [y, m, d] = this.format.format(now).split("-").map(Number) as [number, number, number];
+    const c = this.policy.calendar!;
+    if (c.period === "day") return `${y}-${m}-${d}`;
+    if (c.period === "week") {
+      // Walk back to the week's first day, by whole calendar days.
+      let date = new Date(Date.UTC(y, m - 1, d));
+      while (date.getUTCDay() !== c.weekStart) date = new Date(date.getTime() - 86_400_000);
+      return date.toISOString().slice(0, 10);
+    }
+    const lastDay = (yy: number, mm: number): number => new Date(Date.UTC(yy, mm, 0)).getUTCDate(); // mm 1-12
+    const startIn = (yy: number, mm: number): number => Math.min(c.billingDay, lastDay(yy, mm));
+    if (d >= startIn(y, m)) return `${y}-${m}`;
+    return m === 1 ? `${y - 1}-12` : `${y}-${m - 1}`;
+  }
+
+  fits(now: number, cost: number): boolean {
+    return (this.counts.get(this.name(now)) ?? 0) + cost <= this.policy.limit;
+  }
+
+  remaining(now: number): number {
+    return this.policy.limit - (this.counts.get(this.name(now)) ?? 0);
+  }
+
+  charge(now: number, cost: number): void {
+    const name = this.name(now);
+    this.counts.set(name, (this.counts.get(name) ?? 0) + cost);
+  }
+}
+
 /** One reference model per kind: a kind added to the registry without one fails to compile here. */
 const MODELS: { readonly [K in PolicyKind]: new (policy: Policy) => Model } = {
   "token-bucket": TokenBucketModel,
   "fixed-window": FixedWindowModel,
   "sliding-window": SlidingWindowModel,
   "sliding-log": SlidingLogModel,
+  "calendar-window": CalendarWindowModel,
   // Units held: one per admission whatever the cost, each for the timeout (settling is not modelled here).
   concurrency: class extends SlidingLogModel {
     override fits(now: number): boolean {
@@ -161,15 +214,29 @@ export class MultiModel {
   /** The first whole ms at which the request fits: found by scanning, no formula. */
   retryAfterMs(now: number, cost: number): number {
     if (this.policies.some((p) => cost > p.limit)) return Infinity;
+    // Models whose state changes only at whole seconds (calendar periods: boundaries at whole
+    // minutes in every zone since 1972) are scanned per minute, then per second, then per ms.
+    if (this.models.some((m) => "stepMs" in m)) {
+      let wait = 0;
+      while (!this.fits(now + wait, cost)) {
+        wait += 60_000;
+        if (wait > 40 * 86_400_000) throw new Error("model found no retry time");
+      }
+      if (wait === 0) return 0;
+      wait -= 60_000; // does not fit here; fits within the next minute
+      while (!this.fits(now + wait + 1000, cost)) wait += 1000;
+      while (!this.fits(now + wait + 1, cost)) wait += 1;
+      return wait + 1;
+    }
     for (let wait = 0;; wait++) {
       if (this.fits(now + wait, cost)) return wait;
       if (wait > 10_000_000) throw new Error("model found no retry time");
     }
   }
 
-  limit(now: number, cost: number): { allowed: boolean; remaining: number[]; retryAfterMs: number } {
+  limit(now: number, cost: number, withRetry = true): { allowed: boolean; remaining: number[]; retryAfterMs: number } {
     const allowed = this.fits(now, cost);
-    const retryAfterMs = allowed ? 0 : this.retryAfterMs(now, cost);
+    const retryAfterMs = allowed || !withRetry ? 0 : this.retryAfterMs(now, cost);
     if (allowed) { for (const m of this.models) m.charge(now, cost); }
     return { allowed, remaining: this.models.map((m) => m.remaining(now)), retryAfterMs };
   }

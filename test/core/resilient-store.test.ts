@@ -365,3 +365,55 @@ describe("abandoned consumes", () => {
     expect(signals[1]?.aborted).toBe(false);
   });
 });
+
+describe("events", () => {
+  it("tells each failure, the circuit opening, and its recovery with how long it was open", async () => {
+    let now = 1_000_000;
+    const store = controlledStore("throw");
+    const told: string[] = [];
+    const guarded = resilientStore(store, {
+      circuitBreaker: { failures: 2, cooldownMs: 1000 },
+      logger: false,
+      events: {
+        failure: (name, error) => void told.push(`failure ${name} ${error.code}`),
+        circuitOpened: (name, ms) => void told.push(`opened ${name} ${ms}`),
+        circuitClosed: (name, ms) => void told.push(`closed ${name} ${ms}`),
+      },
+    });
+    const limiter = createRateLimiter({ policy: perMinute(5), store: guarded, clock: () => now });
+    for (let i = 0; i < 3; i++) await limiter.limit("a").catch(() => undefined);
+    now += 1000;
+    await limiter.limit("a").catch(() => undefined); // the probe fails: reopened, for the cool-down again
+    now += 1000;
+    store.mode = "ok";
+    expect((await limiter.limit("a")).allowed).toBe(true);
+    expect(told).toEqual([
+      "failure controlled STORE_ERROR",
+      "opened controlled 1000",
+      "failure controlled STORE_ERROR",
+      "failure controlled STORE_UNAVAILABLE",
+      "opened controlled 1000",
+      "failure controlled STORE_ERROR",
+      "closed controlled 2000",
+    ]);
+  });
+
+  it("an observer that throws changes no call's outcome", async () => {
+    const store = controlledStore("throw");
+    const guarded = resilientStore(store, {
+      logger: false,
+      events: {
+        failure: () => {
+          throw new Error("observer bug");
+        },
+      },
+    });
+    const limiter = createRateLimiter({ policy: perMinute(5), store: guarded });
+    await expect(limiter.limit("a")).rejects.toMatchObject({ code: "STORE_ERROR" });
+  });
+
+  it("refuses events that are not an object of functions", () => {
+    expect(() => resilientStore(memoryStore(), { events: { failure: 1 } as never })).toThrow(/events/);
+    expect(() => createHttpRateLimiter({ policy: perMinute(1), storeEvents: "no" as never }, ACCESS)).toThrow(/storeEvents/);
+  });
+});

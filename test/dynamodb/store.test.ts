@@ -8,7 +8,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { createRateLimiter, fixedWindow, slidingLog, slidingWindow, tokenBucket } from "@floodgate/core";
 import { createTable, dynamoDBStore, type DynamoDBStoreOptions } from "@floodgate/dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { example, KINDS } from "../support/kinds.ts";
+import { example, KINDS, WINDOWED_KINDS } from "../support/kinds.ts";
 import { hourly, uniquePrefix } from "../stores/store-contract.ts";
 import { type Dynalite, startDynalite } from "./dynalite.ts";
 
@@ -98,7 +98,7 @@ describe("requests per decision", () => {
 });
 
 describe("TTL", () => {
-  it.each(KINDS)("every item carries the TTL attribute: when its state stops mattering, plus the margin: %s", async (kind) => {
+  it.each(WINDOWED_KINDS)("every item carries the TTL attribute: when its state stops mattering, plus the margin: %s", async (kind) => {
     const prefix = uniquePrefix();
     const now = Date.now();
     const policy = example(kind, 5, 60_000);

@@ -2,6 +2,7 @@ import { describe, it } from "vitest";
 import { storeContract } from "../stores/store-contract.ts";
 import { resilientStore } from "../../packages/core/src/index.ts";
 import { type MysqlHarness, mysqlHarness } from "./harness.ts";
+import { SQL_KINDS } from "../support/kinds.ts";
 
 const h: MysqlHarness | undefined = await mysqlHarness();
 
@@ -13,5 +14,5 @@ else {
   storeContract("mysql (mysql2/promise pool, MariaDB or MySQL)", async () => ({
     store: (clock) => resilientStore(harness.store(clock), { timeoutMs: 10_000 }),
     close: () => harness.close(),
-  }));
+  }), { kinds: SQL_KINDS });
 }

@@ -17,7 +17,7 @@ import {
   slidingLog,
   tokenBucket,
 } from "../../packages/core/src/index.ts";
-import { example, KINDS } from "../support/kinds.ts";
+import { example, SQL_RATE_KINDS as KINDS } from "../support/kinds.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { GRAIN_MS, policySets } from "../redis/policy-arbitraries.ts";
 import { type MysqlHarness, mysqlHarness } from "./harness.ts";
@@ -93,6 +93,7 @@ async function replay(reference: RateLimitStore, subject: RateLimitStore, set: P
 }
 
 const policiesArb = policySets({
+  kinds: KINDS, // the kinds the SQL stores decide
   maxLimit: 8,
   windows: [1, 3, 10, 20, 50, 600],
   rates: [1, 0.5, 0.25, 0.2, 0.1],

@@ -241,6 +241,24 @@ describe("playground page (headless Chromium): the real engine from core's dist,
     expect(await pageCounts()).toEqual(engineCounts(SEED_SCENARIOS["boundary-burst"]));
   });
 
+  it("the calendar panel shows March 2026 in Berlin with its 23-hour day, and Lord Howe's 23.5-hour day in October", async () => {
+    const rows = () =>
+      page.$$eval(
+        "#cal-days tbody tr",
+        (trs) => trs.map((tr) => [tr.className, ...[...tr.querySelectorAll("td")].map((td) => td.textContent)]),
+      );
+    await page.waitForSelector("#cal-days tbody tr");
+    const march = await rows();
+    expect(march.length).toBe(31);
+    expect(march.filter((r) => r[0] === "dst")).toEqual([["dst", "2026-03-29, 00:00", "2026-03-28 23:00", "23"]]);
+    expect(await page.textContent("#cal-cycle")).toMatch(/starts 2026-02-28, 00:00 local \(2026-02-27 23:00 UTC\) and lasts 743 hours/);
+    await page.selectOption("#cal-zone", "Australia/Lord_Howe");
+    await page.fill("#cal-month", "2026-10");
+    await page.dispatchEvent("#cal-month", "change");
+    await page.waitForFunction(() => document.querySelector("#cal-days tbody tr.dst td:last-child")?.textContent === "23.5");
+    await screenshot("calendar-lord-howe");
+  });
+
   it("the page logged no error and threw nothing", () => {
     expect(pageErrors).toEqual([]);
     expect(consoleErrors).toEqual([]);

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRateLimiter, type PolicyKind } from "../../packages/core/src/index.ts";
-import { POLICY_KINDS } from "../../packages/core/src/algorithms/registry.ts";
+import { SQL_KINDS as POLICY_KINDS } from "../support/kinds.ts";
 import { postgresStore } from "../../packages/postgres/src/index.ts";
 import { clearOfHourBoundary, hourly, uniquePrefix } from "../stores/store-contract.ts";
 import { postgresBinaries, postgresUnavailable, type PrivatePostgres, startPostgres } from "../support/postgres-server.ts";

@@ -8,6 +8,7 @@ import { storeContract } from "@floodgate/testing";
 import { postgresUnavailable } from "../support/postgres-server.ts";
 import { resilientStore } from "../../packages/core/src/index.ts";
 import { CLIENTS, postgresHarness } from "./harness.ts";
+import { SQL_KINDS } from "../support/kinds.ts";
 
 // The suite's limiters keep the default 1 s deadline, which a loaded machine's commits (each
 // waiting for its disk flush) can pass: the contract is about what the store decides, so its
@@ -26,11 +27,11 @@ if (unavailable !== undefined) {
     storeContract(`postgresStore (${client})`, async () => {
       const h = await postgresHarness(client);
       return { store: (clock) => patient(h.store(clock, { sweepEvery: 0 })), close: () => h.close() };
-    }, { clients: false });
+    }, { clients: false, kinds: SQL_KINDS });
     // UNLOGGED tables (no WAL flush per commit): the whole suite, racing clients included.
     storeContract(`postgresStore (${client}, UNLOGGED tables)`, async () => {
       const h = await postgresHarness(client, 10, true);
       return { store: (clock) => patient(h.store(clock, { sweepEvery: 0 })), close: () => h.close() };
-    });
+    }, { kinds: SQL_KINDS });
   }
 }

@@ -183,7 +183,8 @@ describe.each(
     async (kind) => {
       await clearOfHourBoundary(20_000);
       const base: RunMessage = { type: "run", kind, prefix: uniquePrefix(), key: "hot", limit: LIMIT, calls: 10, resilient: true };
-      const first = await runAll(workers, base);
+      // Before and after the crash, deadlines are generous: a loaded machine is no outage.
+      const first = await runAll(workers, { ...base, timeoutMs: 10_000 });
       expect(first.allowed).toBe(PROCESSES * 10);
       const second = runAll(workers, { ...base, calls: CALLS - 10 });
       await new Promise((resolve) => setTimeout(resolve, 2));
@@ -194,7 +195,7 @@ describe.each(
       const after = await second;
       // Then the store back: as many calls again. Over HTTP the calls during the outage fail at
       // once (no client queues them as ioredis does), so this is where the restarted state is asked.
-      const third = await runAll(workers, { ...base, calls: CALLS - 10 });
+      const third = await runAll(workers, { ...base, calls: CALLS - 10, timeoutMs: 10_000, awaitStore: true });
       const total = first.allowed + after.allowed + third.allowed;
       console.log(
         `[exactness-restart] ${

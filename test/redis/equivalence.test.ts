@@ -133,5 +133,5 @@ describe.each(FLAVOURS)("equivalence with the memory store: %s", (_name, setup) 
         expect([...(await subject.consume(set, "z", cost, now))], `step ${i}`).toEqual([...(await reference.consume(set, "z", cost, now))]);
       }
     }
-  }, 60_000);
+  }, 120_000); // one set per kind and one of all: the Upstash bridge takes its time on a loaded machine
 });

@@ -4,9 +4,10 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { luaScripts, SCRIPT_SHA } from "../../packages/core/src/stores/redis/lua.ts";
 import { RESERVATION_SCRIPT_SHA, reservationScripts } from "../../packages/core/src/stores/redis/reservation-lua.ts";
+import { COMPOUND_SCRIPT_SHA, compoundLua } from "../../packages/core/src/stores/redis/compound-lua.ts";
 
 /** Every script the Redis stores send. */
-const ALL_SCRIPTS = () => [...Object.values(luaScripts()), ...Object.values(reservationScripts())];
+const ALL_SCRIPTS = () => [...Object.values(luaScripts()), ...Object.values(reservationScripts()), compoundLua()];
 
 describe("Lua scripts", () => {
   it("precomputed SHA1 constants match the script sources (run `npx tsx scripts/update-lua-sha.ts` after editing a script)", () => {
@@ -22,6 +23,10 @@ describe("Lua scripts", () => {
       Object.entries(reservationScripts()).map(([name, s]) => [name, createHash("sha1").update(s.source).digest("hex")]),
     );
     expect(actual).toEqual(RESERVATION_SCRIPT_SHA);
+  });
+
+  it("precomputed SHA1 of the compound script matches its source (stores/redis/compound-lua.ts)", () => {
+    expect(createHash("sha1").update(compoundLua().source).digest("hex")).toBe(COMPOUND_SCRIPT_SHA);
   });
 
   it("use no shebang flags and no command vanilla Redis 7 / Valkey lacks", () => {

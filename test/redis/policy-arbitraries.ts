@@ -6,7 +6,7 @@
  */
 import fc from "fast-check";
 import { type Policy, tokenBucket } from "../../packages/core/src/index.ts";
-import { example, KINDS } from "../support/kinds.ts";
+import { example, KINDS, type RateKind } from "../support/kinds.ts";
 
 export const GRAIN_MS = 1000;
 
@@ -20,17 +20,20 @@ export interface PolicyRanges {
   /** How many policies a set holds. */
   minPolicies: number;
   maxPolicies: number;
+  /** The kinds to draw from (default every kind that counts units; a store may decide fewer). */
+  kinds?: readonly RateKind[];
 }
 
 /** Sets of policies of any kinds (repeated kinds included), named `p0`, `p1`... */
 export function policySets(r: PolicyRanges): fc.Arbitrary<Policy[]> {
   const limit = fc.integer({ min: 1, max: r.maxLimit });
+  const kinds = r.kinds ?? KINDS;
   const policy: fc.Arbitrary<Policy> = fc.oneof(
     // Every registered kind, `limit` per window; the window is `limit` × n grains, so that a
     // bucket refilled over it earns one token every n grains.
-    fc.record({ kind: fc.constantFrom(...KINDS), limit, n: fc.constantFrom(...r.windows) })
+    fc.record({ kind: fc.constantFrom(...kinds), limit, n: fc.constantFrom(...r.windows) })
       .map(({ kind, limit, n }) => example(kind, limit, limit * n * GRAIN_MS)),
-    fc.record({ kind: fc.constantFrom(...KINDS), limit, window: fc.constantFrom(...r.windows) })
+    fc.record({ kind: fc.constantFrom(...kinds), limit, window: fc.constantFrom(...r.windows) })
       .filter(({ kind }) => kind !== "token-bucket")
       .map(({ kind, limit, window }) => example(kind, limit, window * GRAIN_MS)),
     fc.record({ limit, rate: fc.constantFrom(...r.rates) }).map(({ limit, rate }) => tokenBucket({ capacity: limit, refillRate: rate })),

@@ -38,8 +38,8 @@ afterEach(() => {
 });
 
 describe("npm test's system check", () => {
-  it("passes when redis-server, redis-cli and chromium are on PATH", () => {
-    const { status, out } = preflight(pathWith("redis-server", "redis-cli", "chromium"));
+  it("passes when redis-server, redis-cli, chromium, valgrind and callgrind_control are on PATH", () => {
+    const { status, out } = preflight(pathWith("redis-server", "redis-cli", "chromium", "valgrind", "callgrind_control"));
     expect(out).toBe("");
     expect(status).toBe(0);
   });
@@ -49,20 +49,23 @@ describe("npm test's system check", () => {
     expect(status).toBe(1);
     expect(out).toContain("redis-server and redis-cli not found on PATH");
     expect(out).toContain("chromium not found on PATH");
-    expect(out).toContain("sudo apt-get update && sudo apt-get install -y redis-server chromium");
+    expect(out).toContain("valgrind and callgrind_control not found on PATH");
+    expect(out).toContain("sudo apt-get update && sudo apt-get install -y redis-server chromium valgrind");
     expect(out.trimEnd().endsWith("0 passed, 1 failed")).toBe(true);
     expect(out).not.toContain("▶");
   });
 
   it("names only the missing package", () => {
-    const { status, out } = preflight(pathWith("apt-get", "redis-server", "redis-cli"), { FLOODGATE_TEST_PREFLIGHT_NOT_ROOT: "1" });
+    const { status, out } = preflight(pathWith("apt-get", "redis-server", "redis-cli", "valgrind", "callgrind_control"), {
+      FLOODGATE_TEST_PREFLIGHT_NOT_ROOT: "1",
+    });
     expect(status).toBe(1);
     expect(out).toContain("sudo apt-get install -y chromium\n");
     expect(out).not.toContain("redis-server");
   });
 
   it("without apt-get, even as root, says what to install and does not try", () => {
-    const { status, out } = preflight(pathWith("chromium"));
+    const { status, out } = preflight(pathWith("chromium", "valgrind", "callgrind_control"));
     expect(status).toBe(1);
     expect(out).toContain("apt-get is not available here: install redis-server with this system's package manager");
     expect(out).not.toContain("installing");

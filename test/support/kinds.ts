@@ -17,6 +17,20 @@ export type RateKind = Exclude<PolicyKind, "concurrency">;
 export const KINDS: readonly RateKind[] = POLICY_KINDS.filter((k): k is RateKind => k !== "concurrency");
 
 /**
+ * The kinds of {@link KINDS} whose policies take any window (a calendar window's periods are
+ * local days, weeks or months): the tests that need a window of their choosing.
+ */
+export const WINDOWED_KINDS: readonly RateKind[] = KINDS.filter((k) => example(k, 2, 10_000).windowMs === 10_000);
+
+/**
+ * The kinds the SQL stores (PostgreSQL, MySQL) decide: every kind but the calendar window, whose
+ * periods need a time-zone calendar their procedures do not have (they refuse it through `kinds`).
+ */
+export const SQL_KINDS: readonly PolicyKind[] = POLICY_KINDS.filter((k) => k !== "calendar-window");
+/** {@link KINDS} the SQL stores decide. */
+export const SQL_RATE_KINDS: readonly RateKind[] = KINDS.filter((k) => SQL_KINDS.includes(k));
+
+/**
  * A policy of `kind` admitting `limit` per `windowMs` (a bucket of `limit` refilled over
  * `windowMs`), built with the factory the package exports for it.
  */

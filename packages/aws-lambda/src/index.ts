@@ -6,6 +6,7 @@
  */
 import {
   createHttpRateLimiter,
+  FloodgateError,
   type HttpRateLimitOptions,
   type RateLimitHandle,
   type RateLimitInfo,
@@ -51,8 +52,8 @@ export function getRateLimit(event: LambdaHttpEvent): RateLimitInfo | undefined 
   return DECISIONS.get(event);
 }
 
-function invalid(message: string): Error {
-  return Object.assign(new TypeError(message), { name: "FloodgateError", code: "INVALID_OPTION" });
+function invalid(message: string): FloodgateError {
+  return new FloodgateError("INVALID_OPTION", message);
 }
 
 /**

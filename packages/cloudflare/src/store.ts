@@ -121,9 +121,13 @@ const plainSets = new WeakMap<PolicySet, readonly Policy[]>();
 function plainPolicies(set: PolicySet): readonly Policy[] {
   let plain = plainSets.get(set);
   if (plain === undefined) {
+    // A calendar window's calendar travels too (a plain object); the other kinds have none.
     plain = set.policies.map((
-      { kind, name, limit, windowMs, refillRate, intervalMs, blockMs },
-    ) => ({ kind, name, limit, windowMs, refillRate, intervalMs, blockMs }));
+      { kind, name, limit, windowMs, refillRate, intervalMs, blockMs, calendar },
+    ) => (calendar === undefined
+      ? { kind, name, limit, windowMs, refillRate, intervalMs, blockMs }
+      : { kind, name, limit, windowMs, refillRate, intervalMs, blockMs, calendar: { ...calendar } })
+    );
     plainSets.set(set, plain);
   }
   return plain;

@@ -9,6 +9,9 @@
 export { FloodgateError, type FloodgateErrorCode } from "./errors.ts";
 export { type Duration, parseDuration } from "./duration.ts";
 export {
+  type CalendarSpec,
+  calendarWindow,
+  type CalendarWindowOptions,
   concurrency,
   type ConcurrencyOptions,
   fixedWindow,
@@ -43,6 +46,7 @@ export {
   resilientStore,
   type ResilientStoreOptions,
   type ResilientStoreStats,
+  type StoreEvents,
   type StoreLogger,
 } from "./stores/resilient-store.ts";
 export { type MemoryStore, memoryStore, type MemoryStoreOptions } from "./stores/memory-store.ts";
@@ -60,6 +64,16 @@ export {
   type RefundOptions,
 } from "./limiter/index.ts";
 export type { Reservation, ReserveOptions, SettleOptions } from "./limiter/index.ts";
+export {
+  type CompoundCharge,
+  type CompoundDecision,
+  type CompoundKeys,
+  type CompoundLimiter,
+  type CompoundLimiterOptions,
+  type CompoundReservation,
+  createCompoundLimiter,
+  type DimensionDecision,
+} from "./compound/index.ts";
 export { type FetchHandler, getRateLimit, type RateLimitedFetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 export { ipKey, type IpKeyOptions } from "./http/ip-key.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.
@@ -79,6 +93,8 @@ export type {
 } from "./http/options.ts";
 export type { HandleOptions, RateLimitHandle } from "./http/rate-limit.ts";
 export type { RateLimitInfo } from "./http/result.ts";
+export type { DecisionOutcome, PolicyWarning, SkipReason } from "./http/info.ts";
+export type { RolloutOptions } from "./http/rollout-options.ts";
 export type { DecisionSource, StoreErrorAction } from "./http/store-errors.ts";
 export { HEADER_NAMES, type HeaderFormat } from "./http/headers.ts";
 export type { ProxyHeader, TrustProxy, TrustProxyPreset, TrustProxyPresetOptions } from "./http/client-ip.ts";

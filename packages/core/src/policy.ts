@@ -6,11 +6,23 @@
  * The kinds of policy Floodgate implements. The registry (algorithms/registry.ts) has exactly
  * one definition per kind: the compiler refuses it otherwise.
  */
-export type PolicyKind = "token-bucket" | "fixed-window" | "sliding-window" | "sliding-log" | "concurrency";
+export type PolicyKind = "token-bucket" | "fixed-window" | "sliding-window" | "sliding-log" | "concurrency" | "calendar-window";
+
+/** The calendar a `calendarWindow()` policy counts in: its period, time zone and anchor. */
+export interface CalendarSpec {
+  /** `"day"`, `"week"` or `"month"`: local days, weeks or months (billing cycles). */
+  readonly period: "day" | "week" | "month";
+  /** An IANA time zone, e.g. `"Europe/Berlin"`. */
+  readonly timeZone: string;
+  /** Months: the day of the month a cycle starts, 1 to 31 (clamped to a shorter month's last day); 1 otherwise. */
+  readonly billingDay: number;
+  /** Weeks: the day a week starts, 0 (Sunday) to 6 (Saturday); 1 otherwise. */
+  readonly weekStart: number;
+}
 
 /**
  * A validated, immutable rate-limit policy. Build one with {@link tokenBucket},
- * {@link slidingWindow}, {@link fixedWindow}, {@link slidingLog} or {@link concurrency}.
+ * {@link slidingWindow}, {@link fixedWindow}, {@link slidingLog}, {@link concurrency} or {@link calendarWindow}.
  */
 export interface Policy {
   /** The algorithm: `"token-bucket"`, `"sliding-window"`, `"fixed-window"`, `"sliding-log"` or `"concurrency"`. */
@@ -33,4 +45,6 @@ export interface Policy {
    * denied (every policy of the limiter) for this long, whatever the algorithm says.
    */
   readonly blockMs: number;
+  /** Calendar window only: the calendar it counts in; absent for every other kind. */
+  readonly calendar?: CalendarSpec;
 }

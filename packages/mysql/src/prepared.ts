@@ -1,4 +1,4 @@
-import { FloodgateError, type PolicySet } from "@floodgate/core/store";
+import { FloodgateError, leasedLimits, type PolicyKind, type PolicySet } from "@floodgate/core/store";
 import { MAX_POLICIES } from "./sql/expr.ts";
 
 /** A policy set as the procedures take it, computed once per set. */
@@ -19,6 +19,9 @@ const CODES: Record<string, string> = {
   "sliding-log": "l",
   concurrency: "c",
 };
+
+/** The kinds the procedures decide. */
+export const KINDS = Object.keys(CODES) as PolicyKind[];
 
 /** µs per token of a token bucket, an exact integer (as the algorithm computes it). */
 const intervalUs = (intervalMs: number): number => Math.round(intervalMs * 1000);
@@ -43,8 +46,7 @@ export function prepare(set: PolicySet): Prepared {
     leasedNums(lifeMs) {
       if (leased?.lifeMs !== lifeMs) {
         // A leased token bucket keeps in reserve what it refills in a lease's life (docs/leases.md).
-        const limits = policies.map((p, i) => (p.kind === "token-bucket" ? p.limit - Math.ceil((lifeMs * 1000) / params[i]!) : p.limit));
-        leased = { lifeMs, nums: numsOf(limits) };
+        leased = { lifeMs, nums: numsOf(leasedLimits(policies, lifeMs)) };
       }
       return leased.nums;
     },

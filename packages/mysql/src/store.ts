@@ -3,7 +3,8 @@ import {
   FIELDS_PER_POLICY,
   FloodgateError,
   type LeaseRequest,
-  NEVER,
+  overrideBlocked,
+  type PolicyKind,
   type PolicySet,
   type RateLimitStore,
   type StoreResult,
@@ -12,7 +13,7 @@ import { answerOf, errnoOf, RETRYABLE, type Runner, runnerOf, setupError, storeE
 import { baseKey, checkId, policyKeys } from "./keys.ts";
 import { migrationStatements, namesOf } from "./migration.ts";
 import { type MysqlStoreOptions, parseStoreOptions } from "./options.ts";
-import { prepare, type Prepared } from "./prepared.ts";
+import { KINDS, prepare, type Prepared } from "./prepared.ts";
 
 /** What `mysqlStore()` returns: a {@link RateLimitStore} with its schema's lifecycle. */
 export interface MysqlStore extends RateLimitStore {
@@ -51,6 +52,8 @@ const ATTEMPTS = 5;
 
 class MysqlRateLimitStore implements MysqlStore {
   readonly name = "mysql";
+  /** The kinds its procedures decide (a calendar window's periods need a time-zone calendar they do not have). */
+  readonly kinds: readonly PolicyKind[] = KINDS;
   readonly ownsClock: boolean;
   readonly #run: Runner;
   readonly #names: ReturnType<typeof namesOf>;
@@ -147,7 +150,7 @@ class MysqlRateLimitStore implements MysqlStore {
     const length = 3 + count * FIELDS_PER_POLICY + (numbers?.[2] === 1 && op > 0 ? count : 0);
     if (numbers === undefined || numbers.length !== length) throw unexpected(name, rows, length);
     const result = numbers.slice(2);
-    if (numbers[0]! > 0) blocked(result, count, numbers[0]!, numbers[1]!);
+    if (numbers[0]! > 0) overrideBlocked(result, count, numbers[0]!, numbers[1]!);
     return result;
   }
 
@@ -270,24 +273,6 @@ function unexpected(op: string, rows: unknown, length: number): FloodgateError {
       answer === undefined ? "no row" : JSON.stringify(answer.slice(0, 200))
     }); expected ${length} integers. Is the migration of this version of @floodgate/mysql run?`,
   );
-}
-
-/**
- * The figures of a key blocked until `untilUs` (server µs `nowUs`): denied, every policy with 0
- * remaining, reset and wait at least until the block ends (a cost beyond the limit stays NEVER).
- */
-function blocked(out: number[], count: number, untilUs: number, nowUs: number): void {
-  out.length = 1 + count * FIELDS_PER_POLICY;
-  out[0] = 0;
-  const endMs = Math.ceil(untilUs / 1000);
-  const waitMs = Math.ceil((untilUs - nowUs) / 1000);
-  for (let p = 0; p < count; p++) {
-    const i = 1 + p * FIELDS_PER_POLICY;
-    out[i] = 0;
-    out[i + 1] = 0;
-    if (out[i + 2]! < endMs) out[i + 2] = endMs;
-    if (out[i + 3] !== NEVER && out[i + 3]! < waitMs) out[i + 3] = waitMs;
-  }
 }
 
 /**

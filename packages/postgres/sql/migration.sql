@@ -41,6 +41,120 @@ IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 n := length(kinds);
+IF n = 1 AND rid IS NULL AND sweep <= 0 AND kinds IN ('f', 't', 's') THEN
+  SELECT s.set_kinds, s.nums, s.blocked_until_us INTO stored_kinds, st, bl FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+  IF FOUND AND stored_kinds = kinds THEN
+    IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+    IF bl <= nw THEN
+      p := 1; o := 1; kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+      ch := cost > 0; c := CASE WHEN ch THEN cost ELSE 1 END;
+      r := array_fill(0::float8, ARRAY[5]);
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+      IF ch AND r[2] = 1 THEN
+        -- The expiry: the state's (a block in the past ends earlier still).
+        UPDATE floodgate.limits s SET nums = st, expires_at_us = ex WHERE s.key = k;
+        r[1] := 1;
+        RETURN r || mk;
+      ELSIF NOT ch OR blocks IS NULL THEN
+        r[1] := r[2];
+        RETURN r;
+      END IF;
+    END IF;
+  END IF;
+END IF;
 LOOP
 SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
@@ -162,7 +276,7 @@ FOR p IN 1..n LOOP
   IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
 END LOOP;
 IF tidied AND found_row AND stored_kinds = kinds THEN
-  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+  UPDATE floodgate.limits s SET nums = st, logs = nullif(lg, '{}') WHERE s.key = k;
 END IF;
   EXIT;
 END IF;
@@ -183,10 +297,10 @@ FOR p IN 1..n LOOP
   IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
 END LOOP;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -196,7 +310,7 @@ END IF;
 END IF;
 IF NOT allowed OR cost <= 0 THEN
 IF tidied AND found_row AND stored_kinds = kinds THEN
-  UPDATE floodgate.limits s SET nums = st, logs = lg WHERE s.key = k;
+  UPDATE floodgate.limits s SET nums = st, logs = nullif(lg, '{}') WHERE s.key = k;
 END IF;
   EXIT;
 END IF;
@@ -307,10 +421,10 @@ IF rid IS NOT NULL THEN
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -406,10 +520,10 @@ o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
 xp := greatest(expiry, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -542,10 +656,10 @@ o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
 xp := greatest(expiry, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -792,10 +906,10 @@ END LOOP;
 END IF;
 xp := greatest(xp, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -843,7 +957,7 @@ IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0:
   + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
   EXIT WHEN found_row;
   INSERT INTO floodgate.limits (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
-  + (length(kinds) - length(replace(kinds, 'f', '')))]), '{}', 0, 0)
+  + (length(kinds) - length(replace(kinds, 'f', '')))]), NULL, 0, 0)
     ON CONFLICT (key) DO NOTHING;
 END LOOP;
 IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
@@ -1388,7 +1502,7 @@ IF g > 0 THEN
   INSERT INTO floodgate.limits_ledger (key, id, rec, expires_at_us) VALUES (k, lid, rc, nw + (ceil(life / 1000) + 10000) * 1000)
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
-UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
 RETURN r;
 END
 $fn$;

@@ -2,8 +2,10 @@ import {
   type CallSignal,
   FIELDS_PER_POLICY,
   FloodgateError,
+  leasedLimits,
   type LeaseRequest,
   type Policy,
+  type PolicyKind,
   type PolicySet,
   type RateLimitStore,
   type StoreResult,
@@ -70,6 +72,8 @@ const micros = (nowMs: number): number => Math.floor(nowMs * 1000);
 
 class PgStore implements PostgresStore {
   readonly name = "postgres";
+  /** The kinds its functions decide (a calendar window's periods need a time-zone calendar they do not have). */
+  readonly kinds = Object.keys(KIND_CODES) as PolicyKind[];
   readonly ownsClock: boolean;
   readonly client: "pg" | "postgres";
   readonly names: SqlNames;
@@ -308,14 +312,6 @@ class PgStore implements PostgresStore {
     this.#prepared.set(set, prepared);
     return prepared;
   }
-}
-
-/**
- * Per policy, the limit a leased set is decided against: a token bucket's capacity less what it
- * refills in a lease's life (the reserve that keeps leased mode within the limit; docs/leases.md).
- */
-function leasedLimits(policies: readonly Policy[], lifeMs: number): number[] {
-  return policies.map((p) => p.kind === "token-bucket" ? p.limit - Math.ceil((lifeMs * 1000) / Math.round(p.intervalMs * 1000)) : p.limit);
 }
 
 /**

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { Policy } from "@floodgate/core";
-import { type ContractContext, KINDS, type Timed, timedLimiter, windowed } from "./support.ts";
+import { type ContractContext, kindsOf, type Timed, timedLimiter, windowed, WINDOWED_KINDS } from "./support.ts";
 
-/** Per kind: a policy's block, block() and unblock(), penalty(), and blocks with reservations. */
+/** Per kind taking any window (a calendar window's blocks: test/core/calendar-window.test.ts): a policy's block, block() and unblock(), penalty(), and blocks with reservations. */
 export function blockTests(ctx: ContractContext): void {
-  describe.each(KINDS)("%s: blocks and penalties", (kind) => {
+  describe.each(kindsOf(ctx, WINDOWED_KINDS))("%s: blocks and penalties", (kind) => {
     /** A limiter on injected time over `policy`. */
     const timed = (policy: Policy | Policy[]): Timed => timedLimiter(ctx.local, policy);
 

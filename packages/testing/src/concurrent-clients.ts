@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRateLimiter, type RateLimiter } from "@floodgate/core";
-import { type ContractContext, hourly, KINDS, uniquePrefix } from "./support.ts";
+import { type ContractContext, hourly, kindsOf, uniquePrefix } from "./support.ts";
 
 /** Calls racing on one key through `clients` store instances: exactly the limit is admitted. */
 export function concurrentClientTests(ctx: ContractContext, clients: number): void {
@@ -14,7 +14,7 @@ export function concurrentClientTests(ctx: ContractContext, clients: number): vo
   };
 
   describe(`${clients} clients racing on one key`, () => {
-    it.each(KINDS)(`${CALLS} concurrent calls admit exactly ${LIMIT}: %s`, async (kind) => {
+    it.each(kindsOf(ctx))(`${CALLS} concurrent calls admit exactly ${LIMIT}: %s`, async (kind) => {
       const all = limiters((prefix, store) => createRateLimiter({ policy: hourly(kind, LIMIT), store, prefix }));
       const decisions = await Promise.all(Array.from({ length: CALLS }, (_, i) => all[i % clients]!.limit("hot")));
       expect(decisions.filter((d) => d.allowed)).toHaveLength(LIMIT);
@@ -22,7 +22,7 @@ export function concurrentClientTests(ctx: ContractContext, clients: number): vo
     });
 
     it(`several policies: exactly the tightest limit, every policy charged alike`, async () => {
-      const policies = KINDS.map((kind, i) => hourly(kind, LIMIT + i, `p${i}`));
+      const policies = kindsOf(ctx).map((kind, i) => hourly(kind, LIMIT + i, `p${i}`));
       const all = limiters((prefix, store) => createRateLimiter({ policy: policies, store, prefix }));
       const decisions = await Promise.all(Array.from({ length: CALLS }, (_, i) => all[i % clients]!.limit("hot")));
       expect(decisions.filter((d) => d.allowed)).toHaveLength(LIMIT);

@@ -1,11 +1,14 @@
+import { createRateLimiter } from "@floodgate/core";
+import { POLICY_KINDS } from "@floodgate/core/store";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { blockTests } from "./blocks.ts";
+import { compoundTests } from "./compound.ts";
 import { concurrentClientTests } from "./concurrent-clients.ts";
 import { decisionTests } from "./decisions.ts";
 import { leaseTests } from "./leases.ts";
 import { reservationTests } from "./reservations.ts";
 import { severalPolicyTests } from "./several-policies.ts";
-import { clearOfHourBoundary, type ContractContext, type StoreContractOptions, type StoreHarness } from "./support.ts";
+import { clearOfHourBoundary, type ContractContext, example, type StoreContractOptions, type StoreHarness } from "./support.ts";
 
 /** The capabilities a switch leaves out, and the store methods each needs. */
 const CAPABILITIES = [
@@ -52,9 +55,21 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>, 
       }
     });
 
+    if (options.kinds !== undefined) {
+      it("refuses, at limiter creation, a policy of a kind it does not decide", () => {
+        for (const kind of POLICY_KINDS.filter((k) => !options.kinds!.includes(k))) {
+          const policy = example(kind, 2, 10_000);
+          expect(() => createRateLimiter({ policy, store: ctx.server })).toThrow(
+            new RegExp(`kind "${kind}", which the .* store does not implement`),
+          );
+        }
+      });
+    }
+
     decisionTests(ctx);
     if (options.blocks !== false) blockTests(ctx);
     severalPolicyTests(ctx);
+    compoundTests(ctx);
     if (options.reservations !== false) reservationTests(ctx);
     if (options.leases !== false) leaseTests(ctx);
     if (options.clients !== false) concurrentClientTests(ctx, options.clients ?? 4);

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { fixedWindow, type Policy, slidingLog, slidingWindow, tokenBucket } from "@floodgate/core";
+import { calendarWindow, fixedWindow, type Policy, slidingLog, slidingWindow, tokenBucket } from "@floodgate/core";
 import type { Timed } from "./support.ts";
 
 /**
@@ -64,6 +64,18 @@ export const LATE_REFUNDS: { readonly [kind: string]: { policy: () => Policy; ru
       expect((await limiter.peek("k")).remaining).toBe(0);
       at(11_000);
       expect((await limiter.peek("k")).remaining).toBe(1);
+    },
+  },
+  "calendar-window": {
+    // Charged on one local day, refunded once the next day is full: that day keeps its count.
+    policy: () => calendarWindow({ limit: 2, period: "day", timeZone: "Asia/Kathmandu" }),
+    async run({ limiter, at }) {
+      const early = await limiter.limit("k");
+      at(86_400_000);
+      for (let i = 0; i < 2; i++) expect((await limiter.limit("k")).allowed).toBe(true);
+      await limiter.refund("k", { charge: early.charge });
+      expect((await limiter.peek("k")).remaining).toBe(0);
+      expect((await limiter.limit("k")).allowed).toBe(false);
     },
   },
 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { concurrency, createRateLimiter, fixedWindow, tokenBucket } from "@floodgate/core";
-import { type ContractContext, hourly, KINDS, uniquePrefix } from "./support.ts";
+import { type ContractContext, hourly, kindsOf, uniquePrefix } from "./support.ts";
 
 const T0 = 1_767_225_600_000 + 30_000; // half a minute into a minute, an hour, a day
 
@@ -10,7 +10,7 @@ const T0 = 1_767_225_600_000 + 30_000; // half a minute into a minute, an hour, 
  */
 export function reservationTests(ctx: ContractContext): void {
   describe("reservations", () => {
-    describe.each(KINDS)("%s", (kind) => {
+    describe.each(kindsOf(ctx))("%s", (kind) => {
       it("settle(actual) leaves the state a charge of `actual` would have; a second settle or a cancel changes nothing", async () => {
         const limiter = createRateLimiter({ policy: hourly(kind, 10), store: ctx.server, prefix: uniquePrefix() });
         for (const actual of [0, 2, 4, 7, 10]) {

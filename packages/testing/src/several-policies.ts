@@ -1,18 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { createRateLimiter, fixedWindow, slidingLog } from "@floodgate/core";
-import { type ContractContext, hourly, KINDS, uniquePrefix } from "./support.ts";
+import { type ContractContext, hourly, kindsOf, uniquePrefix } from "./support.ts";
 
 /** Several policies on one key: admitted and denied together, atomically, each refunded into its own charge. */
 export function severalPolicyTests(ctx: ContractContext): void {
   describe("several policies", () => {
     it("one of every kind: admitted together, denied together", async () => {
-      const policies = KINDS.map((kind, i) => hourly(kind, 3 + i, `k${i}`));
+      const policies = kindsOf(ctx).map((kind, i) => hourly(kind, 3 + i, `k${i}`));
       const limiter = createRateLimiter({ policy: policies, store: ctx.server, prefix: uniquePrefix() });
       for (let n = 0; n < 3; n++) expect((await limiter.limit("all")).allowed).toBe(true);
       const denied = await limiter.limit("all");
       expect(denied.allowed).toBe(false);
       expect(denied.policy).toBe("k0");
-      expect((await limiter.peek("all")).policies.map((p) => p.remaining)).toEqual(KINDS.map((_, i) => i));
+      expect((await limiter.peek("all")).policies.map((p) => p.remaining)).toEqual(kindsOf(ctx).map((_, i) => i));
     });
 
     it("are checked atomically: a denial charges none of them", async () => {

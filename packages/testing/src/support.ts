@@ -33,6 +33,11 @@ export interface StoreContractOptions {
    * share nothing, like the memory store).
    */
   readonly clients?: number | false;
+  /**
+   * The kinds the store decides, when not every kind (its `kinds`): the suite runs those, and
+   * checks that a limiter over another kind is refused at creation.
+   */
+  readonly kinds?: readonly PolicyKind[];
 }
 
 /** The stores of a running suite, set once its `beforeAll` has run. */
@@ -56,6 +61,16 @@ export function uniquePrefix(): string {
 
 /** The kinds that count cost units (every registered kind but those that hold units in flight), in the registry's order. */
 export const KINDS: readonly PolicyKind[] = POLICY_KINDS.filter((k) => !ALGORITHMS[k].traits.holdsUnits);
+
+/** Those of `kinds` (default {@link KINDS}) the suite's store decides. */
+export const kindsOf = (ctx: ContractContext, kinds: readonly PolicyKind[] = KINDS): readonly PolicyKind[] =>
+  ctx.options.kinds === undefined ? kinds : kinds.filter((k) => ctx.options.kinds!.includes(k));
+
+/**
+ * The kinds of {@link KINDS} whose policies take any window (a calendar window's periods are
+ * local days, weeks or months): the tests that move time by seconds to see a window pass.
+ */
+export const WINDOWED_KINDS: readonly PolicyKind[] = KINDS.filter((k) => example(k, 2, 10_000).windowMs === 10_000);
 
 /** A policy of `kind` admitting `limit` per `windowMs` (a bucket of `limit` refilled over `windowMs`), from the factory the package exports for it. */
 export function example(kind: PolicyKind, limit: number, windowMs: number, name?: string, extra?: object): Policy {

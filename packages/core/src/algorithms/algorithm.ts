@@ -175,6 +175,11 @@ export interface LuaAlgorithm {
   readonly fragments: LuaFragments;
   /** The number the script receives as P besides the limit (an integer). */
   parameter(p: Policy): number;
+  /**
+   * Optional: the parameter depends on the clock (a calendar window's boundaries around it), so
+   * it is computed per call from the client's clock (`nowMs`) instead of once per policy set.
+   */
+  readonly parameterAt?: (p: Policy, nowMs: number) => number;
   /** Largest limit the Redis state represents exactly, when below the policy factory's own bound. */
   readonly maxLimit?: number;
 }

@@ -1,5 +1,6 @@
 import type { AlgorithmDefinition } from "./algorithm.ts";
 import type { PolicyKind } from "../policy.ts";
+import { CALENDAR_WINDOW_DEFINITION } from "./calendar-window.ts";
 import { CONCURRENCY_DEFINITION } from "./concurrency.ts";
 import { FIXED_WINDOW_DEFINITION } from "./fixed-window.ts";
 import { SLIDING_LOG_DEFINITION } from "./sliding-log.ts";
@@ -22,6 +23,8 @@ export const ALGORITHMS = {
   "sliding-log": SLIDING_LOG_DEFINITION,
   /** See `concurrency()`. */
   concurrency: CONCURRENCY_DEFINITION,
+  /** See `calendarWindow()`. */
+  "calendar-window": CALENDAR_WINDOW_DEFINITION,
 } as const satisfies { readonly [K in PolicyKind]: AlgorithmDefinition<K> };
 
 export type { PolicyKind };

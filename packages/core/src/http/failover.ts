@@ -130,7 +130,15 @@ export class FailoverLimiter {
     const storeError = toStoreError(thrown, limiter.store.name);
     const action = onError.choose(storeError, req);
     if (action !== "fallback") return { decision: undefined, source: action, storeError, atMs };
-    this.#fallback ??= createRateLimiter({ policy: limiter.policies, store: memoryStore(), prefix: limiter.prefix, clock: onError.clock });
+    this.#fallback ??= createRateLimiter({
+      policy: limiter.policies,
+      store: memoryStore(),
+      prefix: limiter.prefix,
+      clock: onError.clock,
+      // The shadow policies and warnings too: a fallback decision reports what the store's would.
+      ...(limiter.shadowPolicies === undefined || limiter.shadowPolicies.length === 0 ? {} : { shadowPolicy: limiter.shadowPolicies }),
+      ...(limiter.warnAt === undefined ? {} : { warnAt: limiter.warnAt }),
+    });
     if (reserve) {
       const reservation = await this.#fallback.reserve(key, { estimate: cost });
       const decision = reservation.decision;

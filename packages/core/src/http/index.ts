@@ -22,8 +22,10 @@ export type {
   SettledCost,
 } from "./options.ts";
 export { type RateLimitInfo, RateLimitResult } from "./result.ts";
+export type { DecisionOutcome, PolicyWarning, SkipReason } from "./info.ts";
+export type { RolloutOptions } from "./rollout-options.ts";
 export { type PreparedResponse, type RateLimitError, rateLimitError } from "./response.ts";
-export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction } from "./store-errors.ts";
+export type { CircuitBreakerOptions, DecisionSource, StoreErrorAction, StoreEvents } from "./store-errors.ts";
 export { getRateLimit, settleAfterBody, toFetchResponse, withHeaders } from "./fetch.ts";
 export { ipKey, type IpKeyOptions } from "./ip-key.ts";
 export { handOffPending } from "./wait-until.ts";
@@ -50,3 +52,4 @@ export {
 export { TRUST_PROXY_RANGES, TRUST_PROXY_RANGES_AS_OF } from "./proxy-ranges.ts";
 export { formatIp, groupIp, inRange, type IpRange, normalizeIp, type ParsedIp, parseIp, parseRange } from "./ip.ts";
 export { type Logger, type WarningCode, WARNINGS, Warnings, type WarningsOption } from "./warnings.ts";
+export { FloodgateError, type FloodgateErrorCode } from "../errors.ts";

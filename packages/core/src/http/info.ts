@@ -1,5 +1,5 @@
 import type { FloodgateError } from "../errors.ts";
-import type { Decision } from "../limiter/types.ts";
+import type { Decision, PolicyWarning } from "../limiter/types.ts";
 import type { StoreSource } from "../stores/store.ts";
 
 /*
@@ -13,6 +13,19 @@ import type { StoreSource } from "../stores/store.ts";
  * before anything was counted).
  */
 export type DecisionSource = StoreSource | "lease" | "fallback" | "allow" | "deny" | "denyList";
+
+export type { PolicyWarning } from "../limiter/types.ts";
+
+/**
+ * What happened to a request, for metrics and logs: `"allowed"`, it went on within its limits;
+ * `"limited"`, it was refused (429); `"denyList"`, the deny list refused it (403, nothing
+ * counted); `"shadowLimited"`, it would have been limited (by `shadowPolicy`) but went on, its
+ * rule being in shadow mode, outside the enforced fraction, or the policy a shadow one.
+ */
+export type DecisionOutcome = "allowed" | "limited" | "denyList" | "shadowLimited";
+
+/** Why a request was not counted at all, as `onSkipped` receives it: `skip` returned true, the `allowList` has it, no rule (or `policy` function) limits it, or its cost was 0. */
+export type SkipReason = "skip" | "allowList" | "noRule" | "zeroCost";
 
 /**
  * What Floodgate decided for one request, exposed to hooks and as `c.get("rateLimit")` etc.: the
@@ -32,6 +45,14 @@ export interface RateLimitInfo extends Omit<Decision, "source"> {
   readonly storeError: FloodgateError | undefined;
   /** The limiter's decision (`undefined` for `allow`/`deny` after a store failure). */
   readonly decision: Decision | undefined;
+  /** What happened to the request: allowed, limited, refused by the deny list, or limited in shadow only (it went on). */
+  readonly outcome: DecisionOutcome;
+  /** Whether this request's rule was enforced (false: shadow mode, or outside the enforced fraction). */
+  readonly enforced: boolean;
+  /** The policy that would have limited this request when `outcome` is "shadowLimited"; else undefined. */
+  readonly shadowPolicy: string | undefined;
+  /** The warning thresholds (`warnAt`) this request crossed (usually empty). */
+  readonly warnings: readonly PolicyWarning[];
   /**
    * Everything Floodgate still does for this request after the response: the settlement of a
    * cost settled later, the release of a concurrency unit, a `skipSuccessfulRequests` refund, a

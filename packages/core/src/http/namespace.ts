@@ -11,9 +11,17 @@ import { WHERE } from "./options.ts";
 /** What a policy set's state means: each policy's kind and figures, in order (names only label them). */
 export function policySignature(policies: readonly Policy[]): string {
   // A block is part of what the state means; without one the signature is what it always was.
-  return policies.map((p) => `${p.kind}/${p.limit}/${p.windowMs}/${p.refillRate}/${p.intervalMs}${p.blockMs > 0 ? `/b${p.blockMs}` : ""}`)
+  return policies.map((p) =>
+    `${p.kind}/${p.limit}/${p.windowMs}/${p.refillRate}/${p.intervalMs}${p.blockMs > 0 ? `/b${p.blockMs}` : ""}${calendarOf(p)}`
+  )
     .join(",");
 }
+
+/** A calendar window's calendar, part of what its state means; nothing for the other kinds. */
+const calendarOf = (p: Policy): string => {
+  const c = p.calendar;
+  return c === undefined ? "" : `/${c.period}/${c.timeZone}/${c.period === "month" ? c.billingDay : c.period === "week" ? c.weekStart : 0}`;
+};
 
 /**
  * Six base-36 characters (31 bits of the signature's SHA-256): the part of a default namespace

@@ -30,9 +30,11 @@ import { type ProxyHeader, type TrustProxy, trustProxySpec } from "./client-ip.t
 import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
 import { checkRuleOptions } from "./rule-options.ts";
+import { WARN_AT } from "../limiter/warn-at.ts";
+import type { RolloutOptions } from "./rollout-options.ts";
 import type { RateLimitInfo } from "./info.ts";
-import type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
-import type { StoreErrorAction } from "./info.ts";
+import type { CircuitBreakerOptions, StoreEvents } from "../stores/resilient-store.ts";
+import type { SkipReason, StoreErrorAction } from "./info.ts";
 import { type Logger, WARNINGS, type WarningsOption } from "./warnings.ts";
 
 export type { MaybePromise } from "../stores/store.ts";
@@ -77,7 +79,7 @@ export interface SettledCost<Raw = unknown> {
 export type Cost<Raw = unknown> = number | CostFunction<Raw> | SettledCost<Raw>;
 
 /** One tier of limits. */
-export interface RuleOptions<Raw = unknown> {
+export interface RuleOptions<Raw = unknown> extends RolloutOptions {
   /** One policy or several, all checked atomically; or a function of the request returning them (plans). */
   policy?: Policy | readonly Policy[] | PolicyFunction<Raw>;
   /** A ready limiter instead of `policy` (its prefix is used as is). */
@@ -107,7 +109,7 @@ export interface HandlerResponse {
 export type LimitedResponse = HandlerResponse;
 
 /** Options shared by every Floodgate middleware (Hono, Express, Koa) and `withRateLimit`. */
-export interface HttpRateLimitOptions<Raw = unknown> {
+export interface HttpRateLimitOptions<Raw = unknown> extends RolloutOptions {
   /** A ready limiter for requests no rule matches. */
   limiter?: RateLimiter;
   /** Store of the limiters built from `policy` and `rules` (default a new `memoryStore()`). */
@@ -196,10 +198,21 @@ export interface HttpRateLimitOptions<Raw = unknown> {
    * within about a second of its return); `maxCooldownMs` backs off by doubling; `false` to disable.
    */
   circuitBreaker?: false | CircuitBreakerOptions;
+  /**
+   * Told of the remote stores' failures, circuit openings and recoveries, and late charges given
+   * back, as they happen (for metrics; see `StoreEvents`). Stores the app wrapped in
+   * `resilientStore()` itself report through that wrapper's own `events`.
+   */
+  storeEvents?: StoreEvents;
   /** Called with every decision; a promise it returns joins `info.pending`. */
   onDecision?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
   /** Called with every denial; a promise it returns joins `info.pending`. */
   onLimited?: (info: RateLimitInfo, req: RateLimitRequest<Raw>) => void | Promise<unknown>;
+  /**
+   * Called for a request that is not counted at all, with why: `"skip"` returned true, the
+   * `allowList` has it, no rule (or `policy` function) limits it, or its cost was 0.
+   */
+  onSkipped?: (req: RateLimitRequest<Raw>, reason: SkipReason) => void;
   /** Where warnings go (default `console`). */
   logger?: Logger;
   /** Misconfiguration warnings: all (default), none, or by code. */
@@ -210,7 +223,8 @@ export interface HttpRateLimitOptions<Raw = unknown> {
 export const WHERE = "rateLimit()";
 
 export const FORMATS: readonly HeaderFormat[] = ["legacy", "draft-6", "draft-7", "draft-11"];
-export const RULE_ACCEPTED = "a policy, an array of policies, or an object { policy | limiter, store?, key?, cost? }";
+export const RULE_ACCEPTED =
+  "a policy, an array of policies, or an object { policy | limiter, store?, key?, cost?, shadow?, enforce? (0 to 1), shadowHeaders?, shadowPolicy?, warnAt? (0 to 1, or by policy name) }";
 const POLICY_ACCEPTED = `${POLICIES_ACCEPTED}, or a function of the request returning one of those or undefined`;
 
 const quoted = (values: readonly string[]): string => values.map((v) => `"${v}"`).join(", ");
@@ -225,7 +239,19 @@ function specs(): OptionSpecs {
   const isSettled = objectOf({ estimate: isUnits, actual: isFunction });
   const isCost = (v: unknown): boolean => isUnits(v) || (isSettled(v) === true && (v as SettledCost).estimate !== undefined);
   const isPolicyOption = (v: unknown): boolean => isPolicies(v) === true || isFunction(v) === true;
-  const isRule = objectOf({ policy: isPolicyOption, limiter: isLimiter, store: isStore, key: isFunction, cost: isCost });
+  const isFractionOf1 = (v: unknown): boolean => typeof v === "number" && v >= 0 && v <= 1;
+  const isRule = objectOf({
+    policy: isPolicyOption,
+    limiter: isLimiter,
+    store: isStore,
+    key: isFunction,
+    cost: isCost,
+    shadow: isBoolean,
+    enforce: isFractionOf1,
+    shadowHeaders: isBoolean,
+    shadowPolicy: isPolicies,
+    warnAt: WARN_AT[0],
+  });
   const isFormat = oneOf(FORMATS);
   const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) });
   const bool: OptionSpec = [isBoolean, "a boolean"];
@@ -281,8 +307,18 @@ function specs(): OptionSpecs {
       (v) => v === false || isBreaker(v),
       "false or { failures?: whole number >= 1, cooldownMs?: whole number >= 1, maxCooldownMs?: whole number >= 1 }",
     ],
+    storeEvents: [
+      (v) => isRecord(v) && Object.values(v as object).every((f) => f === undefined || isFunction(f) === true),
+      "an object of optional functions { failure, circuitOpened, circuitClosed, lateCharge }",
+    ],
     onDecision: FUNCTION,
     onLimited: FUNCTION,
+    onSkipped: FUNCTION,
+    shadow: bool,
+    enforce: [isFractionOf1, "a fraction of clients from 0 to 1 (0.01: 1%; default 1, every client)"],
+    shadowHeaders: bool,
+    shadowPolicy: [isPolicies, `${POLICIES_ACCEPTED}, named apart from \`policy\`'s`],
+    warnAt: WARN_AT,
     logger: [hasMethods("warn"), "an object with a warn(message) method, such as console"],
     warnings: [
       (v) => isBoolean(v) || recordOf((on, code) => Object.hasOwn(WARNINGS, code) && isBoolean(on))(v),
@@ -315,6 +351,13 @@ export function parseHttpOptions<Raw>(
   }
   checkRuleOptions((options as { rules?: unknown } | undefined)?.rules, WHERE);
   const o = parseOptions<HttpRateLimitOptions<Raw>>(options, WHERE, all, FOREIGN_OPTIONS);
+  if (o.limiter !== undefined && o.shadowPolicy !== undefined) {
+    throw invalidHttpOption(
+      "shadowPolicy",
+      o.shadowPolicy,
+      "`policy` beside it, not a ready `limiter` (create the limiter with its own `shadowPolicy`)",
+    );
+  }
   if (o.limiter !== undefined && (o.policy !== undefined || o.store !== undefined)) {
     throw invalidHttpOption(
       "limiter",

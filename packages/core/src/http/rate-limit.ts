@@ -17,6 +17,7 @@ import {
   WHERE,
 } from "./options.ts";
 import { watchCreation } from "./per-request.ts";
+import type { SkipReason } from "./info.ts";
 import { createResponder, limitedRetryAfter, type PreparedResponse, REFUSED_RESPONSE } from "./response.ts";
 import { RateLimitResult, type RequestEnd, RequestRateLimitInfo, RequestView } from "./result.ts";
 import { compileRules } from "./rules.ts";
@@ -87,7 +88,12 @@ export function createHttpRateLimiter<Raw>(
     clock,
     formats: headerFormats(o.headers),
     baseStore: o.store ?? o.limiter?.store ?? memoryStore(),
-    resilient: resilientStores({ timeoutMs: o.timeoutMs, circuitBreaker: o.circuitBreaker, logger: o.logger ?? console }),
+    resilient: resilientStores({
+      timeoutMs: o.timeoutMs,
+      circuitBreaker: o.circuitBreaker,
+      logger: o.logger ?? console,
+      events: o.storeEvents,
+    }),
     onStoreError: storeErrorHandling(o.onStoreError, clock, callHook),
     warnings,
   });
@@ -124,6 +130,11 @@ export function createHttpRateLimiter<Raw>(
       successful(req, status) ? o.skipSuccessfulRequests === true : o.skipFailedRequests === true
     : undefined;
   const respond = createResponder(o);
+  /** A request not counted at all: `onSkipped` sees it, with why. */
+  const notCounted = (req: RateLimitRequest<Raw>, reason: SkipReason): undefined => {
+    if (o.onSkipped !== undefined) callHook("onSkipped", o.onSkipped, req, reason);
+    return undefined;
+  };
 
   /** Whether rules match this request's path case-sensitively: as set, else as the framework routes it. */
   const caseSensitiveFor = (raw: Raw): boolean => {
@@ -190,17 +201,17 @@ export function createHttpRateLimiter<Raw>(
       }
       if (o.skip !== undefined) {
         const skipped = o.skip(req);
-        if (isThenable(skipped) ? await skipped : skipped) return undefined;
+        if (isThenable(skipped) ? await skipped : skipped) return notCounted(req, "skip");
       }
-      if (client !== undefined) { for (const range of allowIps) if (inRange(client, range)) return undefined; }
+      if (client !== undefined) { for (const range of allowIps) if (inRange(client, range)) return notCounted(req, "allowList"); }
       const rule = rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
-      if (rule === undefined) return undefined;
+      if (rule === undefined) return notCounted(req, "noRule");
 
       let counted = rule.single;
       if (counted === undefined) {
         const returned = called("policy", rule.policyOf!, req);
         const policies = isThenable(returned) ? await returned : returned;
-        if (policies === undefined) return undefined;
+        if (policies === undefined) return notCounted(req, "noRule");
         counted = rule.limiterFor(policies);
       }
 
@@ -211,7 +222,7 @@ export function createHttpRateLimiter<Raw>(
         ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
         : fitKey(givenKey);
       if (denyKeys.size !== 0 && denyKeys.has(key)) return refuse(req, key, rule.name);
-      if (allowKeys.has(key)) return undefined;
+      if (allowKeys.has(key)) return notCounted(req, "allowList");
 
       const returnedCost = typeof rule.cost === "number" ? rule.cost : called("cost", rule.cost, req);
       const cost = isThenable(returnedCost) ? await returnedCost : returnedCost;
@@ -224,7 +235,7 @@ export function createHttpRateLimiter<Raw>(
           }; it must return a whole number from 0 to 9007199254740991 (0: the request is not counted).`,
         );
       }
-      if (cost === 0) return undefined;
+      if (cost === 0) return notCounted(req, "zeroCost");
       // After the cost: a request of cost 0 is not counted, whatever its key.
       if (givenKey !== undefined && typeof givenKey !== "string") {
         throw new FloodgateError(
@@ -244,7 +255,9 @@ export function createHttpRateLimiter<Raw>(
       const limiter = counted.limiter;
       const answer = counted.reserves ? limiter.reserve(key, cost, req) : limiter.consume(key, cost, req);
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
-      const info = new RequestRateLimitInfo(outcome, key, rule.name, cost, counted.figures);
+      // Shadow mode, or outside the enforced fraction: decided and charged, never refused.
+      const enforced = rule.enforced === undefined || rule.enforced(key);
+      const info = new RequestRateLimitInfo(outcome, key, rule.name, cost, counted.figures, enforced);
       const decision = outcome.decision;
       // Leased mode: a lease refresh this decision started is work after the response too.
       if (decision?.source === "lease") {
@@ -252,7 +265,7 @@ export function createHttpRateLimiter<Raw>(
         track(decision.pending);
       }
       const headers: string[] = [];
-      if (decision !== undefined) counted.writeHeaders?.(decision, outcome.atMs, headers);
+      if (decision !== undefined && (enforced || rule.shadowHeaders)) counted.writeHeaders?.(decision, outcome.atMs, headers);
       const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, counted.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
       if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
 
@@ -269,7 +282,7 @@ export function createHttpRateLimiter<Raw>(
           warnings,
           rule.settledCost,
         )
-        : refundWhen !== undefined && info.allowed && decision !== undefined
+        : refundWhen !== undefined && decision !== undefined && decision.allowed
         ? (status) => refundWhen(req, status) ? limiter.refund(outcome.source, key, cost, decision.charge) : undefined
         : undefined;
       const untilEnd = end === undefined ? undefined : info.untilEnd();

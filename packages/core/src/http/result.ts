@@ -1,7 +1,8 @@
 import { describeValue, FloodgateError } from "../errors.ts";
-import type { Charge, Decision, PolicyDecision } from "../limiter/index.ts";
+import type { Charge, Decision, PolicyDecision, PolicyWarning } from "../limiter/index.ts";
+import { NO_POLICIES, NO_WARNINGS } from "../limiter/decisions.ts";
 import type { RateLimitRequest, RequestAccess } from "./request.ts";
-import type { RateLimitInfo } from "./info.ts";
+import type { DecisionOutcome, RateLimitInfo } from "./info.ts";
 import { RESOLVED } from "../resolved.ts";
 import type { ReportedFigures } from "./headers.ts";
 import type { PreparedResponse } from "./info.ts";
@@ -27,14 +28,26 @@ export class RequestRateLimitInfo implements RateLimitInfo {
   declare readonly resetAt: number;
   declare readonly retryAfterMs: number;
   declare readonly policy: string;
+  declare readonly enforced: boolean;
   /** Units reported by the handler; `undefined` until it reports. */
   #reported: number | undefined;
   #pending: Promise<void> | undefined;
   /** Open while a report can still change the settlement. */
   #open = true;
 
-  /** `figures`: which policy the top-level figures describe (see `reportedFigures`); default the decision's binding one. */
-  constructor(outcome: StoreOutcome, key: string, rule: string, cost: number, figures?: (decision: Decision) => ReportedFigures) {
+  /**
+   * `figures`: which policy the top-level figures describe (see `reportedFigures`); default the
+   * decision's binding one. `enforced` false: the rule is in shadow for this request, which then
+   * goes on whatever the decision (`outcome` tells whether it would have been limited).
+   */
+  constructor(
+    outcome: StoreOutcome,
+    key: string,
+    rule: string,
+    cost: number,
+    figures?: (decision: Decision) => ReportedFigures,
+    enforced = true,
+  ) {
     const decision = outcome.decision;
     const shown = decision === undefined || figures === undefined ? decision : figures(decision);
     this.decision = decision;
@@ -43,12 +56,38 @@ export class RequestRateLimitInfo implements RateLimitInfo {
     this.cost = cost;
     this.source = outcome.source;
     this.storeError = outcome.storeError;
-    this.allowed = decision === undefined ? outcome.source === "allow" : decision.allowed;
+    this.allowed = (decision === undefined ? outcome.source === "allow" : decision.allowed) || !enforced;
     this.limit = shown?.limit ?? 0;
     this.remaining = shown?.remaining ?? 0;
     this.resetAt = shown?.resetAt ?? 0;
     this.retryAfterMs = decision?.retryAfterMs ?? 0;
     this.policy = shown?.policy ?? "";
+    this.enforced = enforced;
+  }
+
+  get outcome(): DecisionOutcome {
+    if (this.source === "denyList") return "denyList";
+    if (!this.allowed) return "limited";
+    return this.shadowPolicy === undefined ? "allowed" : "shadowLimited";
+  }
+
+  get shadowPolicy(): string | undefined {
+    const decision = this.decision;
+    // A rule in shadow: what its decision would have refused went on.
+    if (!this.enforced && (decision === undefined ? this.source === "deny" : !decision.allowed)) return decision?.policy ?? "";
+    if (decision === undefined || !decision.allowed) return undefined;
+    // Shadow policies are decided only when the enforced ones admit.
+    for (const p of decision.shadow) if (!p.allowed) return p.policy;
+    return undefined;
+  }
+
+  /** The shadow policies' figures (the decision's), or none. */
+  get shadow(): readonly PolicyDecision[] {
+    return this.decision?.shadow ?? NO_POLICIES;
+  }
+
+  get warnings(): readonly PolicyWarning[] {
+    return this.decision?.warnings ?? NO_WARNINGS;
   }
 
   /** The decision's policies, or none when no store answered. */
@@ -100,7 +139,14 @@ export class RequestRateLimitInfo implements RateLimitInfo {
   /** The figures, key, rule, cost and source (not the decision object or the store error). */
   toJSON(): object {
     const { decision: _d, storeError: _e, ...plain } = this;
-    return { ...plain, policies: this.policies };
+    return {
+      ...plain,
+      policies: this.policies,
+      outcome: this.outcome,
+      shadowPolicy: this.shadowPolicy,
+      shadow: this.shadow,
+      warnings: this.warnings,
+    };
   }
 }
 

@@ -7,7 +7,7 @@ import { closest, isRecord } from "../validation.ts";
 // in the error, with what to write instead when another library has it (`{ limit: 5 }` as
 // express-rate-limit writes a limit), rather than the whole `rules` map described.
 
-const RULE_OPTIONS = ["policy", "limiter", "store", "key", "cost"];
+const RULE_OPTIONS = ["policy", "limiter", "store", "key", "cost", "shadow", "enforce", "shadowHeaders", "shadowPolicy", "warnAt"];
 
 /** Throws INVALID_OPTION (prefixed `where`) for the first option a rule of `rules` does not take. */
 export function checkRuleOptions(rules: unknown, where: string): void {
@@ -22,7 +22,7 @@ export function checkRuleOptions(rules: unknown, where: string): void {
         "INVALID_OPTION",
         `${where}: rule ${JSON.stringify(name)}: unknown option \`${key}\`${
           hint !== undefined ? ` ${hint}` : guess !== undefined ? ` (did you mean \`${guess}\`?)` : ""
-        }; a rule is a policy, an array of policies, or { policy | limiter, store?, key?, cost? }.`,
+        }; a rule is a policy, an array of policies, or { policy | limiter, store?, key?, cost?, shadow?, enforce?, shadowHeaders?, shadowPolicy?, warnAt? }.`,
       );
     }
   }

@@ -19,6 +19,7 @@ import {
   WHERE,
 } from "./options.ts";
 import { FailoverLimiter } from "./failover.ts";
+import { type Enforcement, enforcementOf } from "./enforcement.ts";
 import { holdsInFlight } from "./in-flight.ts";
 import { compareSpecificity, compilePattern, matchesPattern, normalizeRoutePath, type RoutePattern } from "./routes.ts";
 import type { StoreErrorHandling } from "./store-errors.ts";
@@ -70,6 +71,10 @@ export interface CompiledRule<Raw> {
   readonly costName: string;
   /** Whether the cost is `{ estimate, actual? }`, settled when the response ends. */
   readonly settledCost: boolean;
+  /** Whether a request of a key is enforced (`shadow`, `enforce`); `undefined`: every request is. */
+  readonly enforced: Enforcement;
+  /** Whether requests in shadow get the rate-limit headers. */
+  readonly shadowHeaders: boolean;
 }
 
 /** Most policy sets one rule's `policy` function keeps a limiter for; the least recently used goes first. */
@@ -141,7 +146,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     return {
       limiter: new FailoverLimiter(limiter, context.onStoreError),
       policies: limiter.policies,
-      reserves: settles || limiter.policies.some(holdsInFlight),
+      reserves: settles || limiter.policies.some(holdsInFlight) || (limiter.shadowPolicies?.some(holdsInFlight) ?? false),
       writeHeaders: createHeaderWriter(formats, limiter.policies, legacyReset),
       figures: reportedFigures(limiter.policies),
       seen: seenOf(limiter),
@@ -162,9 +167,23 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
     // The default rule keeps the base prefix as is (no rule name in it).
     const rulePrefix = name === "default" ? basePrefix : `${basePrefix}${ruleSlug(name)}:`;
     const store = r.store ?? baseStore;
+    // The default rule made of the top-level `policy` takes the top-level `shadowPolicy` with it.
+    const shadowPolicy = r.shadowPolicy;
+    const warnAt = r.warnAt ?? o.warnAt;
+    if (r.limiter !== undefined && (shadowPolicy !== undefined || r.warnAt !== undefined)) {
+      throw invalidHttpOption(
+        `rules.${name}`,
+        rule,
+        "`shadowPolicy` and `warnAt` beside `policy`, not a ready `limiter` (create the limiter with its own)",
+      );
+    }
+    const observed = {
+      ...(shadowPolicy === undefined ? {} : { shadowPolicy }),
+      ...(warnAt === undefined ? {} : { warnAt }),
+    };
     const make = (policies: readonly Policy[], namespace: string): RuleLimiter =>
       ruleLimiter(
-        createRateLimiter({ policy: policies, store: context.resilient(store), prefix: namespace, clock, ...leaseOptions }),
+        createRateLimiter({ policy: policies, store: context.resilient(store), prefix: namespace, clock, ...leaseOptions, ...observed }),
         settled !== undefined,
       );
     const cost = r.cost ?? o.cost ?? 1;
@@ -177,6 +196,8 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
       actual: settled?.actual,
       costName: settled === undefined ? "cost" : "cost.estimate",
       settledCost: settled !== undefined,
+      enforced: enforcementOf(r, o, name),
+      shadowHeaders: r.shadowHeaders ?? o.shadowHeaders ?? false,
     };
     if (typeof r.policy !== "function") {
       const single = r.limiter !== undefined
@@ -233,7 +254,14 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
   patternRules.sort((a, b) => compareSpecificity(a.pattern!, b.pattern!));
   // The default rule keeps the base prefix as is (no rule name in it).
   if (defaultRule === undefined && (o.limiter !== undefined || o.policy !== undefined)) {
-    defaultRule = compile("default", o.limiter !== undefined ? { limiter: o.limiter } : { policy: o.policy! });
+    defaultRule = compile(
+      "default",
+      o.limiter !== undefined
+        ? { limiter: o.limiter }
+        : o.shadowPolicy === undefined
+        ? { policy: o.policy! }
+        : { policy: o.policy!, shadowPolicy: o.shadowPolicy },
+    );
   }
   if (defaultRule === undefined && patternRules.length === 0) {
     throw invalidHttpOption(

@@ -14,7 +14,7 @@ import type { HttpRateLimitOptions, RateLimitRequest } from "./options.ts";
 
 export type { StoreErrorAction } from "./info.ts";
 
-export type { CircuitBreakerOptions } from "../stores/resilient-store.ts";
+export type { CircuitBreakerOptions, StoreEvents } from "../stores/resilient-store.ts";
 export { errorText, toStoreError } from "../stores/resilient-store.ts";
 
 export type { DecisionSource } from "./info.ts";
@@ -67,7 +67,7 @@ export function storeErrorHandling<Raw>(
 }
 
 /** The resilience options of one middleware: its `timeoutMs`, `circuitBreaker` and `logger`. */
-export type ResilienceOptions = Pick<ResilientStoreOptions, "timeoutMs" | "circuitBreaker" | "logger">;
+export type ResilienceOptions = Pick<ResilientStoreOptions, "timeoutMs" | "circuitBreaker" | "logger" | "events">;
 
 /**
  * The stores one middleware's rules count in, each behind one resilient wrapper with the

@@ -6,6 +6,7 @@ import { unwrapStore } from "../stores/resilient-store.ts";
 import type { RateLimitStore } from "../stores/store.ts";
 import { CLOCK_ACCEPTED, isFunction, isRecord, isStore, type OptionSpecs, prefixOf, STORE_ACCEPTED } from "../validation.ts";
 import type { Charge } from "./types.ts";
+import { WARN_AT } from "./warn-at.ts";
 
 /*
  * The limiter's argument checks: every bad argument gets an error naming what was received and
@@ -40,6 +41,8 @@ export const OPTIONS: OptionSpecs = {
     (v) => typeof v === "number" && Number.isInteger(v) && v >= 100 && v <= 3_600_000,
     "a whole number of ms from 100 to 3600000 (default 5000)",
   ],
+  shadowPolicy: [isPolicies, `${POLICIES_ACCEPTED}, named apart from the enforced ones`],
+  warnAt: WARN_AT,
 };
 
 /** Throws when `store` (under any resilient wrapper) lacks `operation`, as a store written before it may. */

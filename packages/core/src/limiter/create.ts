@@ -26,7 +26,9 @@ import {
   OPTIONS,
 } from "./checks.ts";
 import { linkReservation, MultiDecision, setPending, SingleDecision, singleDecision } from "./decisions.ts";
+import { keepInternals } from "./internals.ts";
 import { ReservationImpl, type ReservationVia } from "./reservation.ts";
+import { observedLimiter, observes } from "./observed.ts";
 import type {
   Decision,
   LimitOptions,
@@ -72,6 +74,8 @@ function guardedStore(store: RateLimitStore, resilience: false | ResilientStoreO
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const o = parseOptions<RateLimiterOptions>(options, "createRateLimiter()", OPTIONS, FOREIGN_OPTIONS);
+  // Shadow policies and warnings wrap the plain limiter: without them, nothing of theirs is on its path.
+  if (observes(o)) return observedLimiter(o, createRateLimiter);
   const policies = Object.freeze(Array.isArray(o.policy) ? [...o.policy] : [o.policy]) as readonly Policy[];
   if (new Set(policies.map((p) => p.name)).size !== policies.length) {
     throw new FloodgateError(
@@ -87,6 +91,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     throw new FloodgateError(
       "INVALID_OPTION",
       `createRateLimiter(): policy "${blocking.name}" has a \`block\`, but the ${bare.name} store has no \`block\` operation; use a built-in store, or add block, unblock and penalty to this one (docs/writing-a-store.md).`,
+    );
+  }
+  const kinds = unwrapStore(bare).kinds;
+  const foreign = kinds === undefined ? undefined : policies.find((p) => !kinds.includes(p.kind));
+  if (foreign !== undefined) {
+    throw new FloodgateError(
+      "INVALID_OPTION",
+      `createRateLimiter(): policy "${foreign.name}" is of kind "${foreign.kind}", which the ${bare.name} store does not implement; it implements ${
+        kinds!.join(", ")
+      }. Use another store for it (the memory and Redis stores implement every kind).`,
     );
   }
   const store = guardedStore(bare, o.resilience);
@@ -258,6 +272,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       await leases;
     },
   });
+  keepInternals(limiter, { set, clock, bare, toDecision });
   async function refundNow(key: string, options?: RefundOptions): Promise<void> {
     {
       checkKey(key);

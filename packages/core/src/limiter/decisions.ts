@@ -2,7 +2,12 @@ import { FIELDS_PER_POLICY, NEVER } from "../algorithms/algorithm.ts";
 import type { Policy } from "../policy.ts";
 import { sourceOf, type StoreResult, type StoreSource } from "../stores/store.ts";
 import { RESOLVED } from "../resolved.ts";
-import type { Charge, Decision, PolicyDecision } from "./types.ts";
+import type { Charge, Decision, PolicyDecision, PolicyWarning } from "./types.ts";
+
+/** The `shadow` of a decision without shadow policies: shared, frozen, so none is made per decision. */
+export const NO_POLICIES: readonly PolicyDecision[] = Object.freeze([]);
+/** The `warnings` of a decision that crossed no threshold: shared and frozen. */
+export const NO_WARNINGS: readonly PolicyWarning[] = Object.freeze([]);
 
 /*
  * Decisions as the limiter hands them out, made from a store's flat figures: one class for a
@@ -56,7 +61,7 @@ export class SingleDecision {
   declare readonly source: StoreSource;
 
   constructor(result: StoreResult, policy: Policy, cost: number) {
-    fillSingle(this as Mutable<Omit<Decision, "policies">>, result, policy, cost);
+    fillSingle(this as Mutable<Omit<Decision, "policies" | "shadow" | "warnings">>, result, policy, cost);
   }
 
   get policies(): readonly PolicyDecision[] {
@@ -79,6 +84,15 @@ export class SingleDecision {
 
   get pending(): Promise<void> {
     return pendingOf(this);
+  }
+
+  /** None: a limiter with shadow policies or warnings makes its own decisions (limiter/observed.ts). */
+  get shadow(): readonly PolicyDecision[] {
+    return NO_POLICIES;
+  }
+
+  get warnings(): readonly PolicyWarning[] {
+    return NO_WARNINGS;
   }
 
   toJSON(): object {
@@ -104,16 +118,21 @@ const SINGLE_DECISION: object = SingleDecision.prototype;
  * Properties, their order, the prototype and `toJSON` are those of the class instance.
  */
 export function singleDecision(result: StoreResult, policy: Policy, cost: number): Decision {
-  return fillSingle(Object.create(SINGLE_DECISION) as Mutable<Omit<Decision, "policies">>, result, policy, cost) as Decision;
+  return fillSingle(
+    Object.create(SINGLE_DECISION) as Mutable<Omit<Decision, "policies" | "shadow" | "warnings">>,
+    result,
+    policy,
+    cost,
+  ) as Decision;
 }
 
 /** Writes a single-policy decision's own properties, in the one order both ways of making it share. */
 function fillSingle(
-  d: Mutable<Omit<Decision, "policies">>,
+  d: Mutable<Omit<Decision, "policies" | "shadow" | "warnings">>,
   result: StoreResult,
   policy: Policy,
   cost: number,
-): Mutable<Omit<Decision, "policies">> {
+): Mutable<Omit<Decision, "policies" | "shadow" | "warnings">> {
   d.allowed = result[0] === 1;
   d.limit = policy.limit;
   d.remaining = result[2]!;
@@ -174,5 +193,14 @@ export class MultiDecision implements Decision {
 
   get pending(): Promise<void> {
     return pendingOf(this);
+  }
+
+  /** None: a limiter with shadow policies or warnings makes its own decisions (limiter/observed.ts). */
+  get shadow(): readonly PolicyDecision[] {
+    return NO_POLICIES;
+  }
+
+  get warnings(): readonly PolicyWarning[] {
+    return NO_WARNINGS;
   }
 }

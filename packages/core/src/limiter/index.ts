@@ -8,6 +8,7 @@ export type {
   Decision,
   LimitOptions,
   PolicyDecision,
+  PolicyWarning,
   RateLimiter,
   RateLimiterOptions,
   RefundOptions,

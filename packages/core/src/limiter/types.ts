@@ -23,6 +23,18 @@ export interface PolicyDecision {
   readonly retryAfterMs: number;
 }
 
+/** A policy whose warning threshold (`warnAt`) a request crossed. */
+export interface PolicyWarning {
+  /** The policy's name. */
+  readonly policy: string;
+  /** The fraction of the limit used that triggers the warning, e.g. 0.8. */
+  readonly threshold: number;
+  /** The policy's limit (a token bucket's capacity). */
+  readonly limit: number;
+  /** Whole units left after this request. */
+  readonly remaining: number;
+}
+
 /**
  * The answer to `limit()` or `peek()`. The top-level figures are those of the binding policy:
  * when denied, the denying policy with the longest wait; when allowed, the one with the fewest
@@ -43,6 +55,14 @@ export interface Decision {
   readonly policy: string;
   /** Every policy's own figures, in the order the policies were given. */
   readonly policies: readonly PolicyDecision[];
+  /**
+   * The shadow policies' own figures (`shadowPolicy`), in their order: decided and charged only
+   * when every enforced policy admits the request, never deciding it. Empty when the limiter has
+   * none, or when the enforced policies denied (the shadow ones were then not asked).
+   */
+  readonly shadow: readonly PolicyDecision[];
+  /** The `warnAt` thresholds this request crossed (usually none): once per crossing, not on every request after it. */
+  readonly warnings: readonly PolicyWarning[];
   /**
    * What this admission was charged into, for a late `refund(key, { charge })`; `undefined` for
    * denials and peeks. Opaque and JSON-serializable: keep it (or send it along) as it is.
@@ -75,6 +95,8 @@ export interface Charge {
   readonly cost: number;
   /** Per policy, in the limiter's order: the window index, log timestamp or bucket time charged. */
   readonly marks: readonly number[];
+  /** Per shadow policy (`shadowPolicy`), when they were charged too: what they were charged into. */
+  readonly shadow?: readonly number[];
 }
 
 /** Options of {@link createRateLimiter}. */
@@ -108,6 +130,21 @@ export interface RateLimiterOptions {
    * (`LEASE_UNSUITABLE`).
    */
   leaseMs?: number;
+  /**
+   * Policies decided and charged in shadow: they never decide a request, and are reported in
+   * {@link Decision.shadow}. They are decided, as their own set in a namespace of their own
+   * (`<prefix>shadow:`), only when every enforced policy admits the request, and charged only when
+   * they admit it too: their count is what enforcing them would keep. Refunds, settlements,
+   * resets and penalties reach them too; blocks do not. Names must differ from the enforced ones'.
+   */
+  shadowPolicy?: Policy | readonly Policy[];
+  /**
+   * Warn when a request crosses a fraction of a policy's limit used (0.8: 80%), reported in
+   * {@link Decision.warnings} on the request that crosses it only: once per window for a window
+   * policy, once per crossing for a token bucket. One fraction for every policy (shadow ones
+   * too), or an object mapping policy names to fractions.
+   */
+  warnAt?: number | Readonly<Record<string, number>>;
 }
 
 /** Options of one `limit()` call. */
@@ -189,6 +226,10 @@ export interface RateLimiter {
   readonly mode: "exact" | "leased";
   /** The policies this limiter checks, in the order they were given. */
   readonly policies: readonly Policy[];
+  /** Its shadow policies (`shadowPolicy`), when it has any. */
+  readonly shadowPolicies?: readonly Policy[];
+  /** Its `warnAt` option, when it has one. */
+  readonly warnAt?: number | Readonly<Record<string, number>>;
   /** The store holding the state (the default memory store when none was given). */
   readonly store: RateLimitStore;
   /** The namespace of this limiter's keys in the store (default `"fg:"`). */

@@ -12,10 +12,12 @@ export type { Policy, PolicyKind } from "../policy.ts";
 export {
   answeredLocally,
   type CallSignal,
+  type HeldReservation,
   isThenable,
   type LeaseRequest,
   type LeaseReturn,
   type LocalStoreResult,
+  type ManyCall,
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
@@ -46,3 +48,5 @@ export {
 export { ALGORITHMS, POLICY_KINDS } from "../algorithms/registry.ts";
 export { type DenyCachedStore, type DenyCacheOptions, withDenyCache } from "./deny-cache/deny-cache-store.ts";
 export { revivePolicy } from "./revive.ts";
+export { overrideBlocked } from "./block.ts";
+export { leasedLimits } from "../leases/rules.ts";

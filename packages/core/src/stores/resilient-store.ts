@@ -15,12 +15,14 @@ import {
   type ResilientStoreOptions,
   type ResilientStoreStats,
   type StoreLogger,
+  tell,
   WARM_UP_MS,
 } from "./resilience/options.ts";
 import {
   type CallSignal,
   isThenable,
   type LeaseRequest,
+  type ManyCall,
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
@@ -33,6 +35,7 @@ export type {
   ResilientStore,
   ResilientStoreOptions,
   ResilientStoreStats,
+  StoreEvents,
   StoreLogger,
 } from "./resilience/options.ts";
 
@@ -73,7 +76,10 @@ export function resilientStore(store: RateLimitStore, options: ResilientStoreOpt
       `resilientStore(): received ${describeValue(store)} as the store; expected a store such as upstashStore() or redisStore().`,
     );
   }
-  return new ResilientStoreImpl(store, o);
+  const wrapped = new ResilientStoreImpl(store, o);
+  // A compound step the store lacks stays absent, so that a compound limiter sees it cannot.
+  if (typeof store.consumeMany !== "function") Object.defineProperty(wrapped, "consumeMany", { value: undefined });
+  return wrapped;
 }
 
 class ResilientStoreImpl implements ResilientStore {
@@ -86,6 +92,7 @@ class ResilientStoreImpl implements ResilientStore {
   readonly #maxInFlight: number;
   readonly #log: StoreLog;
   readonly #onFailure: ((error: FloodgateError) => void) | undefined;
+  readonly #events: ResilientStoreOptions["events"];
   #calls = 0;
   #failures = 0;
   #timeouts = 0;
@@ -103,7 +110,7 @@ class ResilientStoreImpl implements ResilientStore {
   #coldProbe = false;
   #firstCallAtMs: number | undefined;
   #lastNowMs: number | undefined;
-  /** The clock when the current failure episode began, or undefined while healthy. */
+  /** When the current failure episode began, or undefined while healthy. */
   #failingSinceMs: number | undefined;
   /** Calls failed since the last success: what the recovery line reports. */
   #failedSinceSuccess = 0;
@@ -121,7 +128,8 @@ class ResilientStoreImpl implements ResilientStore {
     this.#maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.#log = new StoreLog(this.name, o.logger === false ? undefined : o.logger ?? (globalThis as { console?: StoreLogger }).console);
     this.#onFailure = o.onFailure;
-    this.#late = new LateAnswers(inner);
+    this.#events = o.events;
+    this.#late = new LateAnswers(inner, o.events?.lateCharge);
   }
 
   openForMs(nowMs: number): number {
@@ -148,6 +156,16 @@ class ResilientStoreImpl implements ResilientStore {
       nowMs,
       (signal) => this.inner.consume(set, key, cost, nowMs, signal),
       (late) => this.#late.charge(set, key, cost, nowMs, late as StoreResult),
+    );
+  }
+
+  /** A compound step, guarded as a consume: a late admission's charges go back, each into what it was charged in. */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number): MaybePromise<readonly StoreResult[] | undefined> {
+    const inner = this.inner;
+    return this.#call(
+      nowMs,
+      (signal) => inner.consumeMany!(calls, cost, nowMs, signal),
+      (late) => late?.forEach((result, c) => this.#late.charge(calls[c]!.set, calls[c]!.key, cost, nowMs, result)),
     );
   }
 
@@ -320,7 +338,8 @@ class ResilientStoreImpl implements ResilientStore {
 
   #succeeded(atMs: number): void {
     this.#firstAnswer(atMs);
-    this.#breaker?.success();
+    const openMs = this.#breaker?.success(atMs) ?? -1;
+    if (openMs >= 0) tell(() => this.#events?.circuitClosed?.(this.name, openMs));
     const since = this.#failingSinceMs;
     const failed = this.#failedSinceSuccess;
     this.#failedSinceSuccess = 0;
@@ -344,7 +363,10 @@ class ResilientStoreImpl implements ResilientStore {
     if (!coldTimeout) {
       // A circuit opened by timeouts: the connection may be half-open, and every probe sent on
       // it would time out too; the store replaces it (when it can) before the next probe.
-      if (this.#breaker?.failure(atMs, probe) === true && timeout) this.#reconnectInner();
+      if (this.#breaker?.failure(atMs, probe) === true) {
+        if (timeout) this.#reconnectInner();
+        tell(() => this.#events?.circuitOpened?.(this.name, this.#breaker!.openFor(atMs)));
+      }
       if (this.#failingSinceMs === undefined) {
         this.#failingSinceMs = atMs;
         this.#log.failing(error);
@@ -368,6 +390,7 @@ class ResilientStoreImpl implements ResilientStore {
     if (error.code === "STORE_UNAVAILABLE") this.#rejected++;
     try {
       this.#onFailure?.(error);
+      this.#events?.failure?.(this.name, error);
     } catch {
       // An observer's bug must not change the call's outcome.
     }

@@ -1,4 +1,5 @@
 import { ALGORITHM, type Algorithm } from "../algorithms/algorithm.ts";
+import { CALENDAR_WINDOW, calendarWindow } from "../algorithms/calendar-window.ts";
 import { CONCURRENCY } from "../algorithms/concurrency.ts";
 import { FIXED_WINDOW } from "../algorithms/fixed-window.ts";
 import type { PolicyKind } from "../algorithms/registry.ts";
@@ -20,6 +21,7 @@ const IMPLEMENTATIONS: { readonly [K in PolicyKind]: Algorithm } = {
   "sliding-window": SLIDING_WINDOW,
   "sliding-log": SLIDING_LOG,
   concurrency: CONCURRENCY,
+  "calendar-window": CALENDAR_WINDOW,
 };
 
 const NUMBER_FIELDS = ["limit", "windowMs", "refillRate", "intervalMs", "blockMs"] as const;
@@ -50,6 +52,7 @@ export function revivePolicy(data: unknown): Policy {
       }); expected an object from a policy factory, after JSON or structured clone: a known kind, a name, and limit (a whole number >= 1), windowMs, refillRate, intervalMs and blockMs (finite numbers >= 0).`,
     );
   }
+  if (d.kind === "calendar-window") return reviveCalendar(d);
   return Object.freeze({
     kind: d.kind as PolicyKind,
     name: d.name as string,
@@ -60,4 +63,25 @@ export function revivePolicy(data: unknown): Policy {
     blockMs: d.blockMs as number,
     [ALGORITHM]: algorithm!,
   });
+}
+
+/** A calendar window's fields, whole again: built by its factory, which checks its calendar. */
+function reviveCalendar(d: Record<string, unknown>): Policy {
+  const c = (typeof d.calendar === "object" && d.calendar !== null ? d.calendar : {}) as Record<string, unknown>;
+  const p = calendarWindow({
+    limit: d.limit as number,
+    period: c.period as "day",
+    timeZone: c.timeZone as string,
+    ...(c.period === "month" ? { billingDay: c.billingDay as number } : {}),
+    ...(c.period === "week" ? { weekStart: c.weekStart as number } : {}),
+    name: d.name as string,
+    ...(d.blockMs as number > 0 ? { block: d.blockMs as number } : {}),
+  });
+  if (p.windowMs !== d.windowMs) {
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `revivePolicy(): calendar window "${p.name}" has windowMs ${String(d.windowMs)}; expected ${p.windowMs}.`,
+    );
+  }
+  return p;
 }

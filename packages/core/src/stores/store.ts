@@ -1,4 +1,4 @@
-import type { Policy } from "../policy.ts";
+import type { Policy, PolicyKind } from "../policy.ts";
 
 /** A value or a promise of it: the memory store answers synchronously, Redis stores asynchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -100,6 +100,12 @@ export interface HeldReservation {
   settle(actual: number, nowMs: number): boolean;
 }
 
+/** One (policy set, key) pair of a compound step: see {@link RateLimitStore.consumeMany}. */
+export interface ManyCall {
+  readonly set: PolicySet;
+  readonly key: string;
+}
+
 /**
  * The one store contract. A store evaluates every policy of a set for one key in ONE atomic step:
  * when all admit `cost`, all are charged; when any denies, none is. Implementations: the memory
@@ -118,6 +124,11 @@ export interface RateLimitStore {
    * memory store): the limiter then calls it without a deadline or circuit breaker around it.
    */
   readonly synchronous?: boolean;
+  /**
+   * The kinds of policy this store decides, when not every kind (a store with its own code per
+   * kind, such as SQL procedures): a limiter over a policy of another kind is refused at creation.
+   */
+  readonly kinds?: readonly PolicyKind[];
   /**
    * Checks and, when every policy admits `cost`, charges it. `signal`, when given, turns
    * `aborted` once the caller has abandoned the call: send no further command for it.
@@ -175,6 +186,22 @@ export interface RateLimitStore {
    * limiter serves `mode: "leased"` over this store.
    */
   lease?(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult>;
+  /**
+   * Optional (a compound limiter without it charges its dimensions one by one, giving back on a
+   * refusal: docs/compound-limits.md): `consume` of `cost` for several (set, key) pairs in ONE
+   * atomic step. When every policy of every pair admits, all are charged; when any denies, none
+   * is (a denying pair's policies' `block` applies to its key, as in `consume`). Answers one
+   * `consume` answer per pair, in order: each pair's `allowed` is its own, and the marks follow
+   * the figures of every pair only when all were charged. Answers `undefined`, charging nothing,
+   * when these keys cannot share one atomic step where the store runs (a Redis Cluster with keys
+   * in different slots). Pairs name distinct keys.
+   */
+  consumeMany?(
+    calls: readonly ManyCall[],
+    cost: number,
+    nowMs: number,
+    signal?: CallSignal,
+  ): MaybePromise<readonly StoreResult[] | undefined>;
   /** Deletes exactly this key's state in this set (its block too), nothing else. */
   reset(set: PolicySet, key: string): MaybePromise<void>;
   /**

@@ -44,10 +44,10 @@ IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := ${BLANK_STATE
  * decides again on the row now there.
  */
 export const WRITE = `IF found_row THEN
-  UPDATE @S.@T s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE @S.@T s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO @S.@T AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, lg, bl, xp)
+  INSERT INTO @S.@T AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;

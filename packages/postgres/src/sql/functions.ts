@@ -1,5 +1,6 @@
 import { APPLY, REFUND, SETTLE } from "./algorithms.ts";
 import { DECLARE, EACH, LONG_KEY, NOW, READ, WRITE } from "./common.ts";
+import { FAST_PATH } from "./fast.ts";
 import { LEASE_FUNCTION } from "./lease.ts";
 
 /*
@@ -34,7 +35,7 @@ END LOOP;
  * every store drops them: a clock stepping back must not find them again).
  */
 const WRITE_TIDIED = `IF tidied AND found_row AND stored_kinds = kinds THEN
-  UPDATE @S.@T s SET nums = st, logs = lg WHERE s.key = k;
+  UPDATE @S.@T s SET nums = st, logs = nullif(lg, '{}') WHERE s.key = k;
 END IF;
 `;
 
@@ -57,7 +58,7 @@ const CONSUME = `CREATE OR REPLACE FUNCTION @S.@T_consume(k text, kinds text, li
 LANGUAGE plpgsql AS $fn$
 ${DECLARE}BEGIN
 ${LONG_KEY}n := length(kinds);
-LOOP
+${FAST_PATH}LOOP
 ${READ}${NOW}r := array_fill(0::float8, ARRAY[1 + 4 * n]);
 c := CASE WHEN cost > 0 THEN cost ELSE 1 END;
 allowed := true; ch := false;

@@ -76,7 +76,7 @@ ${LONG_KEY}n := length(kinds); rn := 1 + 5 * n + 3;
 -- The row first (a blank one for a new key), locked: returns and charges then write it in place.
 LOOP
 ${READ}  EXIT WHEN found_row;
-  INSERT INTO @S.@T (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, ${BLANK_STATE}, '{}', 0, 0)
+  INSERT INTO @S.@T (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, ${BLANK_STATE}, NULL, 0, 0)
     ON CONFLICT (key) DO NOTHING;
 END LOOP;
 ${NOW}SELECT l.rec INTO rc FROM @S.@T_ledger l WHERE l.key = k AND l.id = lid AND l.expires_at_us > nw;
@@ -130,7 +130,7 @@ IF g > 0 THEN
   INSERT INTO @S.@T_ledger (key, id, rec, expires_at_us) VALUES (k, lid, rc, nw + (ceil(life / 1000) + 10000) * 1000)
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
-UPDATE @S.@T s SET set_kinds = kinds, nums = st, logs = lg, blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+UPDATE @S.@T s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
 RETURN r;
 END
 $fn$;

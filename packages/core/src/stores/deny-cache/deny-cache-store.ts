@@ -6,6 +6,7 @@ import {
   type CallSignal,
   isThenable,
   type LeaseRequest,
+  type ManyCall,
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
@@ -43,7 +44,7 @@ interface Prepared {
 
 const isStore = /* @__PURE__ */ hasMethods("consume", "peek", "refund", "reset");
 
-const OPTIONAL = ["reserve", "settle", "lease", "penalty", "block", "unblock", "reconnect"] as const;
+const OPTIONAL = ["reserve", "settle", "lease", "penalty", "block", "unblock", "reconnect", "consumeMany"] as const;
 
 const OPTIONS: OptionSpecs = {
   maxKeys: [/* @__PURE__ */ whole(1, 10_000_000), "a whole number from 1 to 10000000 (default 10000)"],
@@ -139,6 +140,16 @@ class DenyCacheStore implements DenyCachedStore {
 
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult> {
     return this.inner.peek(set, key, nowMs, signal);
+  }
+
+  /** Sent as it is: a compound step charges, and a charge makes no cached denial wrong. */
+  consumeMany(
+    calls: readonly ManyCall[],
+    cost: number,
+    nowMs: number,
+    signal?: CallSignal,
+  ): MaybePromise<readonly StoreResult[] | undefined> {
+    return this.inner.consumeMany!(calls, cost, nowMs, signal);
   }
 
   refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): MaybePromise<void> {

@@ -1,7 +1,8 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { blockFor, overrideBlocked, penalize } from "../block.ts";
 import type { Policy } from "../../policy.ts";
-import type { HeldReservation, PolicySet, StoreResult } from "../store.ts";
+import type { HeldReservation, ManyCall, PolicySet, StoreResult } from "../store.ts";
+import { consumeAll } from "./compound.ts";
 import { nextSerial } from "../ids.ts";
 import { Ledger, LedgerRecord } from "./ledger.ts";
 import { BLOCKED, HEADER, type Layout, LAYOUT_BITS, LAYOUT_MASK, Layouts, Namespaces } from "./layout.ts";
@@ -104,6 +105,11 @@ export class MemoryStoreImpl implements MemoryStore {
 
   peek(set: PolicySet, key: string, nowMs: number): StoreResult {
     return this.#decide(set, key, 1, nowMs, false);
+  }
+
+  /** A compound step (see memory/compound.ts): synchronous, so nothing runs between its parts. */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number): StoreResult[] {
+    return consumeAll(this, (set, key, charge) => this.#decide(set, key, cost, nowMs, charge), calls, cost, nowMs);
   }
 
   refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): void {

@@ -115,7 +115,7 @@ export function dispatch(part: keyof LuaFragments): string {
   return `if ${branches.join("elseif ")}end\n`;
 }
 
-const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, #KEYS * 4 + 1 + p, p * 3 - 1, p * 5
+export const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, #KEYS * 4 + 1 + p, p * 3 - 1, p * 5
 local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 `;
 
@@ -203,8 +203,9 @@ export const SCRIPT_SHA: Readonly<Record<ScriptName, string>> = {
   "sliding-window": "0aeb1e53617d7f08fb240587b41f2dc6694de95b",
   "sliding-log": "3a44f33f4c58a416b82f579f76bb024337f3044a",
   concurrency: "8f5f299998e68ddfac4ef0b9d324a51622824729",
-  admin: "12d438ff90d92a4402a33b80cc76cff59043edfa",
-  multi: "adb6397f7047b9b9c31946c5e0d214c23fa582d3",
+  admin: "18c475329273b42fa25e2c31f222b5dafac09dee",
+  "calendar-window": "813222cb073e1c9984ee27b3bf43f8a2853bc2b3",
+  multi: "96699bbe7c23062946ff742087610d377439348d",
 };
 
 let scripts: Record<ScriptName, LuaScript> | undefined;

@@ -77,8 +77,8 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "9635c4ac9ed886cd1c8eb93bf0d16dcce6c2ff94",
-  settle: "3b703fff92d9f8339ff1f512f1be6cca004ff27c",
+  reserve: "91b3a2f942961bf29b448837eb76524444f91aa5",
+  settle: "cc5e8091c9772abae947595f0941b4a2471c96f6",
 } as const;
 
 let scripts: { readonly reserve: LuaScript; readonly settle: LuaScript } | undefined;

@@ -1,7 +1,8 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS } from "../../algorithms/registry.ts";
 import { FloodgateError } from "../../errors.ts";
-import type { CallSignal, LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import type { CallSignal, LeaseRequest, ManyCall, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import { compoundCall, type CompoundState } from "./compound-store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
 import { denyCached } from "../deny-cache/deny-cache-store.ts";
 import { baseKey, keysOf } from "./keys.ts";
@@ -75,7 +76,32 @@ interface Prepared {
   readonly blocks: readonly string[];
   /** Per policy: kind letter, limit, parameter (the admin and reservation scripts' form, single policies too). */
   readonly multiTail: readonly string[];
+  /** Whether ARGV may be precomputed: the store owns the clock and no parameter depends on it. */
+  readonly constant: boolean;
+  /**
+   * Sets with a parameter depending on the clock (a calendar window's boundaries): `tail` and
+   * `multiTail` at the client's `nowMs`; undefined for every other set.
+   */
+  readonly at: ((nowMs: number) => { tail: readonly string[]; multiTail: readonly string[] }) | undefined;
 }
+
+/** The tails of {@link Prepared} at `nowMs`, for a set some of whose parameters depend on the clock. */
+function tailsAt(set: PolicySet, multi: boolean, nowMs: number): { tail: readonly string[]; multiTail: readonly string[] } {
+  const tail: string[] = [];
+  const multiTail: string[] = [];
+  for (const p of set.policies) {
+    const lua = ALGORITHMS[p.kind].lua;
+    const parameter = String(lua.parameterAt === undefined ? lua.parameter(p) : lua.parameterAt(p, nowMs));
+    if (multi) tail.push(lua.code);
+    tail.push(String(p.limit), parameter);
+    multiTail.push(lua.code, String(p.limit), parameter);
+  }
+  return { tail, multiTail };
+}
+
+/** The per-policy arguments of the admin and reservation scripts at `nowMs`. */
+const multiTailOf = (prepared: Prepared, nowMs: number): readonly string[] =>
+  prepared.at === undefined ? prepared.multiTail : prepared.at(nowMs).multiTail;
 
 const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
 
@@ -97,6 +123,7 @@ export class ScriptStore implements RedisScriptStore {
   readonly ownsClock: boolean;
   readonly #transport: ScriptTransport;
   readonly #prepared = new WeakMap<PolicySet, Prepared>();
+  readonly #compound: CompoundState = { cluster: false };
 
   constructor(name: string, transport: ScriptTransport, options: ScriptStoreOptions) {
     this.name = name;
@@ -115,6 +142,16 @@ export class ScriptStore implements RedisScriptStore {
 
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
     return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, signal);
+  }
+
+  /** A compound step: one script call over every pair's keys (compound-store.ts). */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[] | undefined> {
+    // A calendar window's parameter depends on the clock: such a set sends its tails at `nowMs`.
+    const parts = calls.map((c) => {
+      const prepared = this.#prepared.get(c.set) ?? this.#prepare(c.set);
+      return prepared.at === undefined ? prepared : { count: prepared.count, multiTail: prepared.at(nowMs).multiTail };
+    });
+    return compoundCall(this.name, this.#transport, this.#compound, parts, calls, cost, this.#now(nowMs), signal);
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): Promise<void> {
@@ -141,7 +178,7 @@ export class ScriptStore implements RedisScriptStore {
     const reply = await this.#script(
       reservationScripts().settle,
       keys,
-      [String(actual), ...prepared.multiTail, this.#now(nowMs)],
+      [String(actual), ...multiTailOf(prepared, nowMs), this.#now(nowMs)],
       "settle",
     );
     if (reply !== 0 && reply !== 1) throw unexpectedReply(this.name, "settle", reply, "0 or 1");
@@ -207,7 +244,7 @@ export class ScriptStore implements RedisScriptStore {
     const reply = await this.#script(
       reservationScripts().reserve,
       keys,
-      [String(cost), ...prepared.multiTail, this.#now(nowMs), String(ttlMs), ...prepared.blocks],
+      [String(cost), ...multiTailOf(prepared, nowMs), this.#now(nowMs), String(ttlMs), ...prepared.blocks],
       "reserve",
       signal,
     );
@@ -240,7 +277,7 @@ export class ScriptStore implements RedisScriptStore {
   async #admin(set: PolicySet, key: string, op: "p" | "b", amount: number, nowMs: number): Promise<void> {
     const prepared = this.#prepared.get(set) ?? this.#prepare(set);
     const keys = keysOf(baseKey(set.prefix, key), prepared.count);
-    const args = [op, String(amount), this.ownsClock ? "" : String(toMicros(nowMs)), ...prepared.multiTail];
+    const args = [op, String(amount), this.ownsClock ? "" : String(toMicros(nowMs)), ...multiTailOf(prepared, nowMs)];
     const script = luaScripts().admin;
     const what = op === "p" ? "penalty" : "block";
     try {
@@ -272,9 +309,10 @@ export class ScriptStore implements RedisScriptStore {
   ): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
-    if (this.ownsClock && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
+    if (prepared.constant && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
     else {
-      const list = [op === "consume" ? String(cost) : op === "peek" ? "0" : String(-cost), ...prepared.tail];
+      const tail = prepared.at === undefined ? prepared.tail : prepared.at(nowMs).tail;
+      const list = [op === "consume" ? String(cost) : op === "peek" ? "0" : String(-cost), ...tail];
       const after = marks ?? (op === "consume" && prepared.blocks.length > 0 ? prepared.blocks : undefined);
       // The marks (or blocks) follow the time, which is then always sent: "" for the server's clock.
       if (!this.ownsClock) list.push(String(toMicros(nowMs)));
@@ -324,6 +362,7 @@ export class ScriptStore implements RedisScriptStore {
       multiTail.push(lua.code, String(p.limit), String(lua.parameter(p)));
     }
     const blocks = blocking ? set.policies.map((p) => String(p.blockMs)) : [];
+    const clocked = set.policies.some((p) => ALGORITHMS[p.kind].lua.parameterAt !== undefined);
     const scripts = luaScripts();
     const prepared: Prepared = Object.freeze({
       script: multi ? scripts.multi : scripts[set.policies[0]!.kind],
@@ -333,6 +372,8 @@ export class ScriptStore implements RedisScriptStore {
       peek: Object.freeze(["0", ...tail]),
       blocks: Object.freeze(blocks),
       multiTail: Object.freeze(multiTail),
+      constant: this.ownsClock && !clocked,
+      at: clocked ? (nowMs: number) => tailsAt(set, multi, nowMs) : undefined,
     });
     this.#prepared.set(set, prepared);
     return prepared;

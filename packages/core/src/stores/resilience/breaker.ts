@@ -14,6 +14,8 @@ export class Breaker {
   #failures = 0;
   #open = false;
   #openUntil = 0;
+  /** When the circuit opened, in the current outage (a failed probe's reopening keeps it). */
+  #openedAtMs = 0;
   #nextCooldownMs: number;
   /** While a probe is in flight: until when it holds the circuit (a probe that never settles frees it then). */
   #probeUntil = 0;
@@ -37,11 +39,14 @@ export class Breaker {
     return PROBE;
   }
 
-  success(): void {
+  /** A successful call: how long the circuit had been open when this closed it (the probe after a cool-down), else -1. */
+  success(nowMs: number): number {
+    const openMs = this.#open ? nowMs - this.#openedAtMs : -1;
     this.#failures = 0;
     this.#open = false;
     this.#probeUntil = 0;
     this.#nextCooldownMs = this.cooldownMs;
+    return openMs;
   }
 
   /** A failed call; true when it opened the circuit (or reopened it: a failed probe). */
@@ -50,6 +55,7 @@ export class Breaker {
       if (!probe) return false;
       this.#probeUntil = 0;
     } else if (++this.#failures < this.threshold) return false;
+    else this.#openedAtMs = nowMs;
     this.#open = true;
     this.#openUntil = nowMs + this.#nextCooldownMs;
     this.#nextCooldownMs = Math.min(this.#nextCooldownMs * 2, this.maxCooldownMs);

@@ -1,5 +1,6 @@
 import { FIELDS_PER_POLICY } from "../../algorithms/algorithm.ts";
 import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
+import { tell } from "./options.ts";
 
 /**
  * What the resilient store (../resilient-store.ts) does with the answer of a call it abandoned at
@@ -12,7 +13,13 @@ export class LateAnswers {
   refundsFailed = 0;
   reservations = 0;
 
-  constructor(readonly inner: RateLimitStore) {}
+  /** `told`: the `lateCharge` store event, told of each late charge once it is given back (true) or cannot be (false). */
+  constructor(readonly inner: RateLimitStore, readonly told?: (store: string, returned: boolean) => void) {}
+
+  done(returned: boolean): void {
+    const told = this.told;
+    if (told !== undefined) tell(() => told(this.inner.name, returned));
+  }
 
   /**
    * The late answer of a consume. When the store admitted it, its units are charged to a request
@@ -27,13 +34,20 @@ export class LateAnswers {
     const at = 1 + set.policies.length * FIELDS_PER_POLICY;
     if (result.length <= at) {
       this.refundsFailed++;
+      this.done(false);
       return;
     }
     const marks = result.slice(at);
     // A refund that throws or rejects leaves the charge in place: it stays counted, not refunded.
     new Promise<void>((resolve) => resolve(this.inner.refund(set, key, cost, nowMs, marks))).then(
-      () => this.refunds++,
-      () => this.refundsFailed++,
+      () => {
+        this.refunds++;
+        this.done(true);
+      },
+      () => {
+        this.refundsFailed++;
+        this.done(false);
+      },
     );
   }
 
@@ -46,8 +60,11 @@ export class LateAnswers {
     if (result[0] !== 1) return;
     this.reservations++;
     new Promise<boolean>((resolve) => resolve(this.inner.settle!(set, key, id, 0, nowMs))).then(
-      () => this.refunds++,
-      () => undefined,
+      () => {
+        this.refunds++;
+        this.done(true);
+      },
+      () => this.done(false),
     );
   }
 

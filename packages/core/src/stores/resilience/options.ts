@@ -46,6 +46,26 @@ export interface ResilientStoreOptions {
   logger?: StoreLogger | false;
   /** Called with every failed call's error (`STORE_ERROR`, `STORE_TIMEOUT`, `STORE_UNAVAILABLE`), e.g. to count them. */
   onFailure?: (error: FloodgateError) => void;
+  /** Told when the circuit opens and recovers, and when a late charge is given back: for metrics. */
+  events?: StoreEvents;
+}
+
+/**
+ * What a resilient store tells an observer (metrics, traces, alerts), each as it happens. Every
+ * member is optional; one that throws is ignored. `store` is the store's name (`"redis"`...).
+ */
+export interface StoreEvents {
+  /** A call failed: the store's error, a timeout, or a call not sent (`STORE_UNAVAILABLE`). */
+  failure?(store: string, error: FloodgateError): void;
+  /** The circuit opened (or reopened after a failed probe) for `cooldownMs`: calls fail at once until a probe. */
+  circuitOpened?(store: string, cooldownMs: number): void;
+  /** A probe succeeded after the circuit had opened: the store is called again. `openMs`: since it first opened. */
+  circuitClosed?(store: string, openMs: number): void;
+  /**
+   * A call abandoned at its deadline was admitted by the store afterwards, and what it charged
+   * was given back (`returned` true) or could not be (`false`: it stays charged).
+   */
+  lateCharge?(store: string, returned: boolean): void;
 }
 
 /** A resilient store's counters since it was made. */
@@ -121,4 +141,17 @@ export const OPTIONS: OptionSpecs = {
     "false or an object with a warn(message) method, such as console",
   ],
   onFailure: [isFunction, "a function called with each failure's FloodgateError"],
+  events: [
+    (v) => typeof v === "object" && v !== null && Object.values(v).every((f) => f === undefined || typeof f === "function"),
+    "an object of optional functions { failure, circuitOpened, circuitClosed, lateCharge }",
+  ],
 };
+
+/** Tells an observer of {@link StoreEvents}; its bug must not change the call's outcome. */
+export function tell(event: () => void): void {
+  try {
+    event();
+  } catch {
+    // ignored, as `onFailure`'s
+  }
+}
