@@ -3,8 +3,9 @@
  *   npx tsx bench/core-instructions.ts <subject> <scenario> <api> [--baseline <dir>] [--out <file>]
  *   subject: tokenBucket | slidingWindow | fixedWindow | slidingLog | erl | map | noop | rlf | clock
  *   scenario: hot | 100k | denied | now | 1m (the rows of bench/core.ts)
- *   api: decide | limit | floor (`Promise.resolve(decide())`, awaited: the floor of `limit()`;
- *   peers are always awaited)
+ *   api: decide | limit | floor (`Promise.resolve(decide())`, awaited: the floor of `limit()`) |
+ *   async (`async (key) => decide(key)`, awaited: the same work behind an async function's
+ *   promise); peers are always awaited
  *   --baseline <dir>: count the copy of Floodgate in <dir> (made by scripts/bench-baseline.sh)
  *   instead of the working tree's, alone in its process as the working tree's is.
  *   --out <file>: keep callgrind's output of the larger run (for callgrind_annotate).
@@ -22,7 +23,7 @@
 import { execSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { baselineRoot, CURRENT_ROOT } from "./copies.ts";
-import { CLOCK, DECIDE, floodgate, FLOOR, peer, PEERS, SCENARIO_NAMES, useCopies, warmUp } from "./core-rows.ts";
+import { ASYNC_FLOOR, CLOCK, DECIDE, floodgate, FLOOR, peer, PEERS, SCENARIO_NAMES, useCopies, warmUp } from "./core-rows.ts";
 
 const flag = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -99,7 +100,8 @@ async function loopAsync(fn: () => unknown, n: number): Promise<number> {
 
 let sink: number;
 if (!(subject! in PEER_NAMES)) {
-  const fn = await floodgate(api === "decide" ? `${subject}${DECIDE}` : api === "floor" ? `${subject}${FLOOR}` : subject!, scenario);
+  const suffix = api === "decide" ? DECIDE : api === "floor" ? FLOOR : api === "async" ? ASYNC_FLOOR : "";
+  const fn = await floodgate(`${subject}${suffix}`, scenario);
   // Like mitata's warm-up: the row's own loop first, so that it is optimized before measuring.
   if (api === "decide") loopSync(fn, 20_000);
   else await loopAsync(fn, 20_000);

@@ -74,6 +74,12 @@ const ignore = (): void => {};
  */
 export const DECIDE = " decide()";
 export const FLOOR = " decide() + one awaited promise";
+/**
+ * The other floor of `limit()`, for the instruction harness only: `decide()` called from an
+ * async function (`async (key) => limiter.decide(key)`), awaited: the same work behind the
+ * promise every async API returns (express-rate-limit's `increment` is one).
+ */
+export const ASYNC_FLOOR = " decide() in an awaited async function";
 const APIS = ["", DECIDE] as const;
 let subjects: string[] = [];
 const cores = new Map<string, Core>();
@@ -129,6 +135,14 @@ export async function floodgate(subject: string, scenario: Scenario): Promise<()
         return Promise.resolve(limiter.decide(key));
       };
     }
+    if (api === ASYNC_FLOOR) {
+      // deno-lint-ignore require-await
+      return async () => {
+        const key = KEYS[i]!;
+        if (++i === DISTINCT) i = 0;
+        return limiter.decide(key);
+      };
+    }
     return () => {
       const key = KEYS[i]!;
       if (++i === DISTINCT) i = 0;
@@ -139,6 +153,8 @@ export async function floodgate(subject: string, scenario: Scenario): Promise<()
   if (scenario === "mostly denied" && (await limiter.limit(HOT)).allowed) throw new Error("expected a denial");
   if (api === DECIDE) return () => limiter.decide(HOT);
   if (api === FLOOR) return () => Promise.resolve(limiter.decide(HOT));
+  // deno-lint-ignore require-await
+  if (api === ASYNC_FLOOR) return async () => limiter.decide(HOT);
   return () => limiter.limit(HOT);
 }
 

@@ -118,6 +118,8 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
     // left before it was sent); elsewhere when its body has been sent (0: cancelled or failed on
     // the way, or the client has gone).
     if (exchange !== undefined) {
+      // Nothing to settle: nothing to follow either.
+      if (!result.settles) return void (await next());
       // The handler threw and the app's error handler answered (c.error): not a completed response.
       await exchange.around(next, () => ({ threw: c.error !== undefined }));
       // A body that fails on the way: @hono/node-server may still end the response as if complete.

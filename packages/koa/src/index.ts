@@ -123,6 +123,8 @@ export function rateLimit<State = DefaultState, Custom = DefaultContext>(
       // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
       const res = ctx.res;
       setHeaders(result.headers, (name, value) => res.setHeader(name, value));
+      // Nothing to settle: nothing to follow either.
+      if (!result.settles) return next();
       // Settled at the later of the downstream middleware's end and the response's close: a
       // concurrency unit is held while the handler runs, even after its client has gone.
       await exchange.around(next, () => ({ body: ctx.body }));

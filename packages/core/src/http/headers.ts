@@ -127,6 +127,21 @@ export function createHeaderWriter(
   const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${WINDOW}=${windowSeconds(p)}`]));
   const shortOf = (d: ReportedFigures): string => shortPolicy.get(d.policy) ?? "";
   const figures = reportedFigures(policies);
+  // The limit's text, made once: a policy's limit does not change.
+  const first = policies[0]!;
+  const firstLimit = `${first.limit}`;
+  const limitText = (d: ReportedFigures): string => (d.limit === first.limit ? firstLimit : `${d.limit}`);
+  // The reset's epoch seconds change once a second at most: their text is made again only then.
+  let epochSeconds = -1;
+  let epochText = "";
+  const epochOf = (resetAt: number): string => {
+    const seconds = Math.ceil(resetAt / 1000);
+    if (seconds !== epochSeconds) {
+      epochSeconds = seconds;
+      epochText = `${seconds}`;
+    }
+    return epochText;
+  };
   // A limit of requests in flight: its quota unit, and no window (its timeout is not one).
   const ietfPolicy = policies.map((p) =>
     holdsInFlight(p)
@@ -142,11 +157,11 @@ export function createHeaderWriter(
         legacyReset === "epoch"
           ? (decision, _now, out) => {
             const d = figures(decision);
-            out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${Math.ceil(d.resetAt / 1000)}`);
+            out.push(LEGACY_LIMIT, limitText(d), LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, epochOf(d.resetAt));
           }
           : (decision, now, out) => {
             const d = figures(decision);
-            out.push(LEGACY_LIMIT, `${d.limit}`, LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${secondsUntil(d.resetAt, now)}`);
+            out.push(LEGACY_LIMIT, limitText(d), LEGACY_REMAINING, `${d.remaining}`, LEGACY_RESET, `${secondsUntil(d.resetAt, now)}`);
           },
       );
     } else if (format === "draft-6") {
@@ -154,7 +169,7 @@ export function createHeaderWriter(
         const d = figures(decision);
         out.push(
           DRAFT_LIMIT,
-          `${d.limit}`,
+          limitText(d),
           DRAFT_REMAINING,
           `${d.remaining}`,
           DRAFT_RESET,

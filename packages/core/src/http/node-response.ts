@@ -11,6 +11,11 @@ export interface NodeResponseLike {
   readonly statusCode: number;
   /** `false` when the connection closed before the response was completely sent. */
   readonly writableFinished?: boolean;
+  /**
+   * `true` once the response is closed or destroyed (Node sets it as it emits `close`). A
+   * response that has it is watched only when its request has something to settle.
+   */
+  readonly destroyed?: boolean;
   /** Calls `listener` once when the response is closed, finished or not. */
   once(event: "close", listener: () => void): unknown;
 }
@@ -51,9 +56,11 @@ export function setHeaders(pairs: readonly string[], set: (name: string, value: 
 }
 
 /**
- * One request on Node, from before its decision to its end. Made before the decision, it
- * registers the response's `close` listener at once, so a client that disconnects while the store
- * decides is seen. Then:
+ * One request on Node, from before its decision to its end. Made before the decision, so a client
+ * that disconnects while the store decides is seen: by the response's `destroyed` when it has one
+ * (Node's does), else by a `close` listener registered at once. The listener, which costs a few
+ * thousand instructions per request, is registered only for a request with something to settle
+ * (see {@link start}). Then:
  * - {@link start} hands it the decision; `false` means the client is gone already: what the
  *   request holds is given back at once (status 0, nothing used) and the handler must not run;
  * - {@link handlerEnded} marks the handler's end (`threw`: it threw, or its error went to the
@@ -70,24 +77,37 @@ export class NodeExchange {
   #threw = false;
   #bodyFailed = false;
   #result: RateLimitResult | undefined;
+  /** Whether the close listener is registered. */
+  #watching = false;
 
   /** The response whose close is watched. */
   readonly res: NodeResponseLike;
 
-  /** Registers `res`'s close listener at once: make it before the decision. */
+  /** Make it before the decision: a response without `destroyed` has its close listener registered at once. */
   constructor(res: NodeResponseLike) {
     this.res = res;
-    res.once("close", () => {
-      this.#closed = true;
-      this.#status = res.writableFinished === false ? 0 : res.statusCode;
-      // The last report before the response ended is what counts, even while the handler still runs.
-      this.#result?.endReports();
-      this.#settle();
-    });
+    if (typeof res.destroyed !== "boolean") this.#watch();
+  }
+
+  #watch(): void {
+    this.#watching = true;
+    const res = this.res;
+    res.once("close", () => this.#close());
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const res = this.res;
+    this.#status = res.writableFinished === false ? 0 : res.statusCode;
+    // The last report before the response ended is what counts, even while the handler still runs.
+    this.#result?.endReports();
+    this.#settle();
   }
 
   /** Whether the response closed before it was completely sent (the client is gone). */
   get gone(): boolean {
+    if (!this.#watching && !this.#closed && this.res.destroyed === true) this.#close();
     return this.#closed && this.#status === 0;
   }
 
@@ -104,6 +124,8 @@ export class NodeExchange {
     this.#result = result;
     // Only a reservation waits for the handler: a refund by status is known at the close.
     if (!result.holds) this.#handlerDone = true;
+    // A request with nothing to settle needs no listener: nothing is done at its close.
+    if (!this.#watching && !this.#closed && result.settles) this.#watch();
     this.#settle();
     return true;
   }
