@@ -102,7 +102,9 @@ export interface HeldReservation {
 
 /** One (policy set, key) pair of a compound step: see {@link RateLimitStore.consumeMany}. */
 export interface ManyCall {
+  /** The policies to decide, with the namespace their keys live under. */
   readonly set: PolicySet;
+  /** The identifier decided against that set. */
   readonly key: string;
 }
 
