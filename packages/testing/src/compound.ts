@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createCompoundLimiter, createRateLimiter, fixedWindow, slidingLog, tokenBucket } from "@floodgate/core";
-import { type ContractContext, hourly, KINDS, uniquePrefix } from "./support.ts";
+import { type ContractContext, hourly, kindsOf, uniquePrefix } from "./support.ts";
 
 /**
  * Compound decisions over the store: every dimension admits and is charged, or none is. A store
@@ -11,6 +11,7 @@ export function compoundTests(ctx: ContractContext): void {
   describe("compound decisions", () => {
     it("several dimensions on the store: charged together, refused together, refunded into each charge", async () => {
       const prefix = uniquePrefix();
+      const KINDS = kindsOf(ctx);
       const dims = Object.fromEntries(
         KINDS.map((kind, i) => [`d${i}`, createRateLimiter({ policy: hourly(kind, 2 + i), store: ctx.server, prefix: `${prefix}${i}:` })]),
       );
