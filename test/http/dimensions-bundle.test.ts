@@ -13,7 +13,11 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const OUT = mkdtempSync(path.join(ROOT, "node_modules", ".dims-bundle-"));
 afterAll(() => rmSync(OUT, { recursive: true, force: true }));
 
-async function bundle(source: string): Promise<{ inputs: string[]; code: string; gzip: number }> {
+/**
+ * `dist`: from the packages' built output (as scripts/size.mjs measures it: `npm run build`
+ * first), whose shared chunks keep whatever a module does at its top level; else from source.
+ */
+async function bundle(source: string, dist = false): Promise<{ inputs: string[]; code: string; gzip: number }> {
   const result = await build({
     stdin: { contents: source, resolveDir: ROOT, loader: "ts" },
     absWorkingDir: ROOT,
@@ -24,8 +28,9 @@ async function bundle(source: string): Promise<{ inputs: string[]; code: string;
     format: "esm",
     platform: "neutral",
     mainFields: ["module", "main"],
+    conditions: ["import"],
     target: "es2022",
-    tsconfig: path.join(ROOT, "tsconfig.json"),
+    ...(dist ? { tsconfigRaw: "{}" } : { tsconfig: path.join(ROOT, "tsconfig.json") }),
     external: ["hono", "hono/*"],
     logLevel: "silent",
   });
@@ -63,6 +68,15 @@ it("an app without dimensions bundles none of the compound code", async () => {
   expect(compoundCode(withIt.inputs).length).toBeGreaterThanOrEqual(5);
   // What an app that uses it adds: the compound limiter and the rule's counter, headers and info.
   expect(withIt.gzip - without.gzip).toBeGreaterThan(2_000);
+});
+
+it("from the built packages too, an app without dimensions has none of their code", async () => {
+  // Texts only the compound limiter and the rule's dimensions have.
+  const marks = ["createCompoundLimiter()", "counts over dimensions"];
+  const without = await bundle(WITHOUT, true);
+  for (const mark of marks) expect(without.code).not.toContain(mark);
+  const withIt = await bundle(WITH, true);
+  for (const mark of marks) expect(withIt.code).toContain(mark);
 });
 
 it("an app with dimensions, bundled, decides over every dimension", async () => {
