@@ -16,7 +16,7 @@ import {
 import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type RedisInstance, startRedis } from "../support/redis-server.ts";
-import { createEnv, type Env, ietfHeaders, legacyHeaders } from "./support.ts";
+import { createEnv, type Env, flakyStore, ietfHeaders, legacyHeaders } from "./support.ts";
 import { type App, TARGETS } from "./targets.ts";
 
 interface Scenario {
@@ -182,6 +182,43 @@ const SCENARIOS: Scenario[] = [
       // The would-be refusals charged nothing: the organisation was charged twice.
       expect(left(last(env))).toEqual({ user: 0, org: 8 });
       expect(env.limited).toEqual([]);
+    },
+  },
+  {
+    name: "a store that fails: the local fallback decides every dimension, or the store-error policy answers",
+    options: (env) => ({
+      store: env.store = flakyStore("throw"),
+      rules: {
+        "GET /api/fallback": { dimensions: userAndOrg(2, 5) },
+        "GET /api/deny": { dimensions: userAndOrg(2, 5) },
+      },
+      onStoreError: (error, req) => {
+        env.storeErrors.push(error);
+        return req?.path === "/api/deny" ? "deny" : "fallback";
+      },
+    }),
+    async run(app, env) {
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) statuses.push((await app.send("/api/fallback", as("u1"))).status);
+      expect(statuses).toEqual([200, 200, 429]);
+      expect(env.decisions.map((d) => [d.source, d.dimension])).toEqual([["fallback", "user"], ["fallback", "user"], [
+        "fallback",
+        "user",
+      ]]);
+      expect(left(last(env))).toEqual({ user: 0, org: 3 });
+      const denied = await app.send("/api/deny", as("u1"));
+      expect(denied.status).toBe(429);
+      expect([last(env)!.source, last(env)!.dimension, last(env)!.dimensions]).toEqual(["deny", undefined, undefined]);
+      expect(env.storeErrors.length).toBe(4);
+    },
+  },
+  {
+    name: "the handle names a rule over dimensions rather than address one of its keys",
+    options: () => ({ rules: { "GET /api/*": { dimensions: userAndOrg(2, 5) } } }),
+    async run(app) {
+      expect(() => app.handle.limiterFor("GET /api/*")).toThrow("counts over dimensions (user, org)");
+      await expect(app.handle.reset("u1", { rule: "GET /api/*" })).rejects.toThrow("counts over dimensions");
+      await expect(app.handle.peek("u1", { rule: "GET /api/*" })).rejects.toThrow("counts over dimensions");
     },
   },
 ];
