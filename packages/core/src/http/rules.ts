@@ -23,7 +23,6 @@ import { type Enforcement, enforcementOf } from "./enforcement.ts";
 import { holdsInFlight } from "./in-flight.ts";
 import { compareSpecificity, compilePattern, matchesPattern, normalizeRoutePath, type RoutePattern } from "./routes.ts";
 import type { StoreErrorHandling } from "./store-errors.ts";
-import type { RuleDimensions } from "./dimensions/contract.ts";
 import type { RequestRateLimitInfo } from "./result.ts";
 
 // Rules: the limiter, key, cost and header writer each rule compiles to, and the rule a request
@@ -86,6 +85,21 @@ export interface CompiledRule<Raw> {
   /** Whether requests in shadow get the rate-limit headers. */
   readonly shadowHeaders: boolean;
 }
+
+/** What a compiled rule is besides its limiter: its name, pattern, key, cost and rollout. */
+export type RuleBase<Raw> = Omit<CompiledRule<Raw>, "single" | "policyOf" | "limiterFor" | "limiters">;
+
+/**
+ * What a rule's `dimensions` value is to this module (see dimensions/contract.ts): called once
+ * per rule with what was compiled of it, the rule's options, the middleware's and the context;
+ * returns the compiled rule.
+ */
+export type RuleCompiler = <Raw>(
+  base: RuleBase<Raw>,
+  rule: RuleOptions<Raw>,
+  options: HttpRateLimitOptions<Raw>,
+  context: RuleContext,
+) => CompiledRule<Raw>;
 
 /** Most policy sets one rule's `policy` function keeps a limiter for; the least recently used goes first. */
 export const MAX_POLICY_SETS = 1000;
@@ -210,7 +224,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
       shadowHeaders: r.shadowHeaders ?? o.shadowHeaders ?? false,
     };
     // A rule over several keys compiles itself (dimensions/): an app without one bundles none of it.
-    if (r.dimensions !== undefined) return (r.dimensions as RuleDimensions)(base, r, o, context);
+    if (r.dimensions !== undefined) return (r.dimensions as unknown as RuleCompiler)(base, r, o, context);
     if (typeof r.policy !== "function") {
       const single = r.limiter !== undefined
         ? ruleLimiter(r.limiter, settled !== undefined)

@@ -18,9 +18,9 @@ import type { RuleLimiter } from "../rules.ts";
 import { CompoundCounter } from "./compound-counter.ts";
 import { compoundHeaderWriter } from "./compound-headers.ts";
 import { CompoundRateLimitInfo } from "./compound-info.ts";
-import type { RuleBase, RuleDimensions } from "./contract.ts";
+import type { RuleDimensions } from "./contract.ts";
 import type { HeaderFormat } from "../headers.ts";
-import type { CompiledRule, RuleContext } from "../rules.ts";
+import type { CompiledRule, RuleBase, RuleCompiler, RuleContext } from "../rules.ts";
 import type { StoreErrorHandling } from "../store-errors.ts";
 
 // `dimensions({...})`: a rule's option naming several keys, each with its own policy, decided
@@ -95,7 +95,12 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
       invalid(`dimension "${name}": option \`key\` is ${describeValue(d!.key)}; expected a function of the request.`);
     }
   }
-  const rule = <R>(base: RuleBase<R>, r: RuleOptions<R>, o: HttpRateLimitOptions<R>, context: RuleContext): CompiledRule<R> => {
+  const rule: RuleCompiler = <R>(
+    base: RuleBase<R>,
+    r: RuleOptions<R>,
+    o: HttpRateLimitOptions<R>,
+    context: RuleContext,
+  ): CompiledRule<R> => {
     const own = ["policy", "limiter", "shadowPolicy", "warnAt"].find((n) => r[n as keyof RuleOptions<R>] !== undefined);
     if (own !== undefined) {
       throw invalidHttpOption(
@@ -123,7 +128,7 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
     });
     return { ...base, key, single: counted, policyOf: undefined, limiterFor: () => counted, limiters: () => [counted] };
   };
-  return Object.freeze(Object.assign(rule, { names: Object.freeze(names) })) as RuleDimensions<D>;
+  return Object.freeze(Object.assign(rule, { names: Object.freeze(names) })) as unknown as RuleDimensions<D>;
 }
 
 /** What compiling a rule's dimensions needs of the rule and the middleware. */
