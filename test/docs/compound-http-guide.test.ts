@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { dimensions, fixedWindow, memoryStore, slidingWindow, tokenBucket } from "@floodgate/core";
+import { type CompoundCharge, dimensions, fixedWindow, memoryStore, type RateLimitInfo, slidingWindow, tokenBucket } from "@floodgate/core";
 import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { Hono } from "hono";
 import { expect, it } from "vitest";
@@ -59,6 +59,41 @@ it("the guide's rule, handler and headers are the ones tested here", () => {
   expect(GUIDE).toContain(RULE);
   expect(GUIDE).toContain(`return c.json({ orgLeftToday: info.dimensions?.org?.remaining, closest: info.dimension });`);
   expect(GUIDE).toContain(HEADERS);
+});
+
+const HANDLE = `const quotas = dimensions({
+  user: { key: (req) => req.header("x-user-id"), policy: slidingWindow({ limit: 100, window: "1m" }) },
+  org: { key: (req) => req.header("x-org-id"), policy: fixedWindow({ limit: 10_000, window: "1d" }) },
+});
+app.use("/api/*", rateLimit({ rules: { "POST /api/*": { dimensions: quotas } } }));`;
+
+it("the guide's handle section: the value's limiter() refunds a request's charge and resets a dimension's key", async () => {
+  expect(GUIDE).toContain(HANDLE);
+  expect(GUIDE).toContain("await quotas.refund(info);");
+  expect(GUIDE).toContain(`await quotas.limiter().dimensions.user.reset("u_42");`);
+  const app = new Hono<RateLimitEnv>();
+  const quotas = dimensions({
+    user: { key: (req) => req.header("x-user-id"), policy: slidingWindow({ limit: 100, window: "1m" }) },
+    org: { key: (req) => req.header("x-org-id"), policy: fixedWindow({ limit: 10_000, window: "1d" }) },
+  });
+  app.use(
+    "/api/*",
+    rateLimit({ rules: { "POST /api/*": { dimensions: quotas } }, getConnInfo: () => ({ remote: { address: "203.0.113.7" } }) }),
+  );
+  let info: RateLimitInfo | undefined;
+  app.post("/api/x", (c) => {
+    info = c.get("rateLimit");
+    return c.text("ok");
+  });
+  const send = () => app.request("/api/x", { method: "POST", headers: { "x-user-id": "u_42", "x-org-id": "acme" } });
+  await send();
+  await send();
+  expect(info!.dimensions!.user!.remaining).toBe(98);
+  await quotas.refund(info!);
+  await quotas.limiter().dimensions.user.reset("u_42");
+  const read = await quotas.limiter().peek({ user: "u_42", org: "acme" });
+  // The user's minute cleared; the organisation's day got the second request back.
+  expect([read.dimensions.user.remaining, read.dimensions.org.remaining]).toEqual([100, 9_999]);
 });
 
 it("the first request answers the headers the guide shows; the IP's bucket refuses the 21st, charging no one", async () => {

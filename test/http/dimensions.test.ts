@@ -12,6 +12,7 @@ import {
   type RateLimitInfo,
   type RateLimitStore,
   redisStore,
+  withRateLimit,
 } from "@floodgate/core";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -37,6 +38,9 @@ const userAndOrg = (user: number, org: number) =>
     user: { key: (req) => req.header("x-user"), policy: perMinute(user) },
     org: { key: (req) => req.header("x-org"), policy: perMinute(org) },
   });
+
+/** The dimensions() value a scenario's options made, for its run. */
+const valueOf = new WeakMap<Env, ReturnType<typeof userAndOrg>>();
 
 const base = (env: Env): HttpRateLimitOptions<any> => ({
   clock: env.clock,
@@ -213,12 +217,27 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: "the handle names a rule over dimensions rather than address one of its keys",
-    options: () => ({ rules: { "GET /api/*": { dimensions: userAndOrg(2, 5) } } }),
-    async run(app) {
+    name: "the handle refers to the dimensions' limiter, which addresses the rule's counters: a late refund, a dimension's reset",
+    redis: true,
+    options: (env) => {
+      const quotas = userAndOrg(2, 5);
+      valueOf.set(env, quotas);
+      return { rules: { "GET /api/*": { dimensions: quotas } } };
+    },
+    async run(app, env) {
       expect(() => app.handle.limiterFor("GET /api/*")).toThrow("counts over dimensions (user, org)");
-      await expect(app.handle.reset("u1", { rule: "GET /api/*" })).rejects.toThrow("counts over dimensions");
+      await expect(app.handle.reset("u1", { rule: "GET /api/*" })).rejects.toThrow(".limiter()");
       await expect(app.handle.peek("u1", { rule: "GET /api/*" })).rejects.toThrow("counts over dimensions");
+      const quotas = valueOf.get(env)!.limiter();
+      expect((await app.send("/api/x", as("u1"))).status).toBe(200);
+      // Given back later, by the request's charge: in both dimensions.
+      await valueOf.get(env)!.refund(last(env)!);
+      expect((await app.send("/api/x", as("u1"))).status).toBe(200);
+      expect(left(last(env))).toEqual({ user: 1, org: 4 });
+      await quotas.dimensions.user.reset("u1");
+      expect((await app.send("/api/x", as("u1"))).status).toBe(200);
+      expect(left(last(env))).toEqual({ user: 1, org: 3 });
+      expect((await quotas.peek({ user: "u1", org: "acme" })).dimensions.org.remaining).toBe(3);
     },
   },
 ];
@@ -249,6 +268,15 @@ describe("dimensions()", () => {
     [{ user: { policy: perMinute(1), keys: () => "x" } }, "did you mean `key`?"],
   ])("refuses %j", (spec, message) => {
     expect(() => dimensions(spec as never)).toThrow(message);
+  });
+});
+
+describe("dimensions().limiter()", () => {
+  it("is the one rule's compound limiter; made for none or several rules, it says so", () => {
+    const quotas = userAndOrg(1, 1);
+    expect(() => quotas.limiter()).toThrow("no middleware was made with it yet");
+    withRateLimit(() => new Response(), { rules: { "GET /a": { dimensions: quotas }, "GET /b": { dimensions: quotas } } });
+    expect(() => quotas.limiter()).toThrow("the `dimensions` of 2 rules");
   });
 });
 

@@ -44,7 +44,7 @@ export class CompoundCounter implements RuleCounter {
       "INVALID_ARGUMENT",
       `${WHERE}: rule ${JSON.stringify(this.rule)} counts over dimensions (${
         Object.keys(this.compound.dimensions).join(", ")
-      }), not in one limiter: reset, peek or penalise a dimension's key through a limiter of its own (createRateLimiter with the dimension's policy, store and prefix), or through createCompoundLimiter.`,
+      }), not in one limiter: address its counters through the compound limiter the rule's dimensions() value gives with \`.limiter()\` (e.g. \`quotas.limiter().dimensions.user.reset(key)\`, \`quotas.refund(info)\`).`,
     );
   }
 

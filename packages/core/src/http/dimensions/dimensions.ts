@@ -1,6 +1,7 @@
 import { createCompoundLimiter } from "../../compound/create.ts";
 import { MAX_DIMENSIONS } from "../../compound/create.ts";
-import type { CompoundKeys } from "../../compound/types.ts";
+import type { CompoundCharge, CompoundKeys, CompoundLimiter } from "../../compound/types.ts";
+import type { RateLimitInfo } from "../info.ts";
 import { describeValue, FloodgateError } from "../../errors.ts";
 import { createRateLimiter, type RateLimiter } from "../../limiter/index.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../../policies.ts";
@@ -95,6 +96,8 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
       invalid(`dimension "${name}": option \`key\` is ${describeValue(d!.key)}; expected a function of the request.`);
     }
   }
+  /** The compound limiter of every rule compiled with this value, for `limiter()`. */
+  const made: CompoundLimiter[] = [];
   const rule: RuleCompiler = <R>(
     base: RuleBase<R>,
     r: RuleOptions<R>,
@@ -111,7 +114,7 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
     }
     // The namespace the rule's `policy` would count in, as rules.ts makes it; each dimension under it.
     const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
-    const { counted, key } = compile(names, all, {
+    const { counted, key, compound } = compile(names, all, {
       rule: base.name,
       prefix: base.name === "default" ? basePrefix : `${basePrefix}${ruleSlug(base.name)}:`,
       fingerprint: o.prefix === undefined,
@@ -126,9 +129,24 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
       settles: base.settledCost,
       warnAt: o.warnAt,
     });
+    made.push(compound);
     return { ...base, key, single: counted, policyOf: undefined, limiterFor: () => counted, limiters: () => [counted] };
   };
-  return Object.freeze(Object.assign(rule, { names: Object.freeze(names) })) as unknown as RuleDimensions<D>;
+  const limiter = (): CompoundLimiter<D> => {
+    if (made.length === 1) return made[0] as CompoundLimiter<D>;
+    throw new FloodgateError(
+      "INVALID_ARGUMENT",
+      `${WHERE}.limiter(): this value is the \`dimensions\` of ${made.length} rules${
+        made.length === 0 ? " (no middleware was made with it yet)" : ""
+      }; give each rule its own dimensions() to address its counters.`,
+    );
+  };
+  const refund = async (info: RateLimitInfo, options?: { cost?: number }): Promise<void> => {
+    const compound = limiter();
+    // A rule over dimensions charges a compound charge; a request not charged has none.
+    if (info.charge !== undefined) await compound.refund(info.charge as unknown as CompoundCharge, options);
+  };
+  return Object.freeze(Object.assign(rule, { names: Object.freeze(names), limiter, refund })) as unknown as RuleDimensions<D>;
 }
 
 /** What compiling a rule's dimensions needs of the rule and the middleware. */
@@ -158,7 +176,7 @@ function compile<Raw>(
   names: readonly string[],
   spec: Readonly<Record<string, DimensionOptions<any>>>,
   c: DimensionRuleContext<Raw>,
-): { counted: RuleLimiter; key: KeyFunction<Raw> } {
+): { counted: RuleLimiter; key: KeyFunction<Raw>; compound: CompoundLimiter } {
   const policiesOf = (name: string): readonly Policy[] => toPolicies(spec[name]!.policy);
   const prefixOf = (name: string): string => `${c.prefix}${name}:${c.fingerprint ? `${policyFingerprint(policiesOf(name))}:` : ""}`;
   const observed = (name: string) => {
@@ -228,5 +246,5 @@ function compile<Raw>(
     seen: new WeakSet(),
     watched: 0,
   };
-  return { counted, key };
+  return { counted, key, compound };
 }
