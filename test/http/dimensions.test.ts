@@ -229,6 +229,8 @@ const SCENARIOS: Scenario[] = [
       await expect(app.handle.reset("u1", { rule: "GET /api/*" })).rejects.toThrow(".limiter()");
       await expect(app.handle.peek("u1", { rule: "GET /api/*" })).rejects.toThrow("counts over dimensions");
       const quotas = valueOf.get(env)!.limiter();
+      // Both dimensions on the middleware's store, behind its one resilient wrapper: one store step each.
+      expect(quotas.path).toBe("store");
       expect((await app.send("/api/x", as("u1"))).status).toBe(200);
       // Given back later, by the request's charge: in both dimensions.
       await valueOf.get(env)!.refund(last(env)!);
