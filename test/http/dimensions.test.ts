@@ -91,6 +91,8 @@ const SCENARIOS: Scenario[] = [
       expect(other.status).toBe(200);
       expect(last(env)!.dimension).toBe("user");
       expect(left(last(env))).toEqual({ user: 2, org: 4 });
+      // The top-level figures are the binding dimension's.
+      expect([last(env)!.limit, last(env)!.remaining, last(env)!.policy]).toEqual([3, 2, "3-per-1m"]);
       // Headers: the binding dimension in the single-figure headers, every dimension as an item.
       expect(legacyHeaders(other.headers)).toMatchObject({ limit: 3, remaining: 2 });
       expect(ietfHeaders(other.headers)).toEqual({
@@ -103,6 +105,7 @@ const SCENARIOS: Scenario[] = [
         expect(seen.dimensions!.org!.remaining).toBe(4);
       }
       expect(env.limited.map((i) => i.dimension)).toEqual(["user", "user", "org"]);
+      expect(env.limited.map((i) => [i.limit, i.remaining, i.retryAfterMs > 0])).toEqual([[3, 0, true], [3, 0, true], [5, 0, true]]);
       // After the window, both are back.
       env.advance(60_000);
       expect((await app.send("/api/x", as("u1"))).status).toBe(200);
