@@ -91,7 +91,7 @@ export function reportedFigures(policies: readonly Policy[]): (decision: Decisio
   };
 }
 
-const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0 : Math.ceil((atMs - nowMs) / 1000));
+export const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0 : Math.ceil((atMs - nowMs) / 1000));
 
 /**
  * Whole seconds, rounded up, a 429 tells the client to wait (at least 1): the longest wait of the
