@@ -105,7 +105,7 @@ describe("durableObjectStore in workerd: leased mode, concurrent requests while 
   it("a request whose client goes away mid-call strands no other: the next request on the key answers", async () => {
     // 500 ms between Worker and object, within the store's 1 s deadline: the first request's call
     // is in flight when its client leaves. (A latency at the deadline makes every call a race
-    // with its own timeout, answered STORE_TIMEOUT about one time in two.)
+    // with its own timeout, which it loses in some runs: a 500 with STORE_TIMEOUT.)
     const body = { set: "fixed-window", limit: 10_000, prefix: uniquePrefix(), mode: "leased", key: "hot", latencyMs: 500 };
     const fetcher = await mf.getWorker("a");
     const controller = new AbortController();
