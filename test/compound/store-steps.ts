@@ -25,15 +25,19 @@ import {
 } from "../../packages/core/src/index.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import { GRAIN_MS, policySets } from "../redis/policy-arbitraries.ts";
-import { SQL_RATE_KINDS } from "../support/kinds.ts";
+import { type RateKind, SQL_RATE_KINDS } from "../support/kinds.ts";
 
 const T0 = 1_700_000_000_000;
 
 /** The memory store's answers, step by step, against `subject` (a store on an injected clock). */
-export async function expectLikeMemory(subject: () => RateLimitStore, numRuns = 30): Promise<void> {
+export async function expectLikeMemory(
+  subject: () => RateLimitStore,
+  numRuns = 30,
+  kinds: readonly RateKind[] = SQL_RATE_KINDS,
+): Promise<void> {
   const setsArb = fc.array(
     fc.tuple(
-      policySets({ maxLimit: 6, windows: [1, 3, 10, 50], rates: [1, 0.5, 0.2], minPolicies: 1, maxPolicies: 2, kinds: SQL_RATE_KINDS }),
+      policySets({ maxLimit: 6, windows: [1, 3, 10, 50], rates: [1, 0.5, 0.2], minPolicies: 1, maxPolicies: 2, kinds }),
       fc.boolean(),
     ).map((
       [policies, blocks],
