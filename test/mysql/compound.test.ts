@@ -40,6 +40,19 @@ describe.skipIf(h === undefined)("mysqlStore consumeMany", () => {
     expect((await store.peek(fresh, "y", t))[2]).toBe(5);
   });
 
+  it("keys of any script charge the rows their single-key calls read", async () => {
+    const store = h!.store("local");
+    const prefix = uniquePrefix();
+    const a = { prefix: `${prefix}a:`, policies: [fixedWindow({ limit: 5, window: "1h" })] };
+    const b = { prefix: `${prefix}b:`, policies: [fixedWindow({ limit: 5, window: "1h" }), fixedWindow({ limit: 9, window: "1d" })] };
+    const t = 1_700_000_000_000;
+    const keys = ["日本語のキー😀", "x,y;z}%{"];
+    const results = await store.consumeMany([{ set: a, key: keys[0]! }, { set: b, key: keys[1]! }], 2, t);
+    expect(results.map((r) => r[0])).toEqual([1, 1]);
+    expect((await store.peek(a, keys[0]!, t))[2]).toBe(3);
+    expect([(await store.peek(b, keys[1]!, t))[2], (await store.peek(b, keys[1]!, t))[6]]).toEqual([3, 7]);
+  });
+
   it("one statement per compound decision, where the ordered path sends one per dimension", async () => {
     const pool = h!.db.pool({ connectionLimit: 2 });
     const statements: string[] = [];
