@@ -106,6 +106,9 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
     timeoutMs,
     keyOf: (call: ManyCall) => kvKeyOf(keyPrefix, call.set.prefix, call.key),
   };
+  // Compound decisions of this store run one after another: they share keys (a global one) and
+  // would otherwise lose races to each other; other processes' writes still make them retry.
+  let compound: Promise<unknown> = Promise.resolve();
 
   function run(
     mode: EvaluateMode,
@@ -144,7 +147,11 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
     consume: (set, key, cost, nowMs, signal) => run("consume", set, key, cost, nowMs, undefined, undefined, signal),
     peek: (set, key, nowMs, signal) => run("peek", set, key, 1, nowMs, undefined, undefined, signal),
     // A compound decision: every key read, one commit checking every versionstamp (many.ts).
-    consumeMany: (calls, cost, nowMs, signal) => consumeMany(many, calls, cost, nowMs, signal),
+    consumeMany: (calls, cost, nowMs, signal) => {
+      const step = compound.then(() => consumeMany(many, calls, cost, nowMs, signal));
+      compound = step.catch(() => undefined);
+      return step;
+    },
     refund: async (set, key, cost, nowMs, marks) => {
       await run("refund", set, key, cost, nowMs, marks);
     },
