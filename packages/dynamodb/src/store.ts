@@ -241,6 +241,9 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     }
   }
   const many = { cache, keyOf, read, write, transact, noTransactions: false };
+  // Compound decisions of this instance run one after another: they share items (a global one)
+  // and would otherwise cancel each other's transactions; other instances' writes still do.
+  let compound: Promise<unknown> = Promise.resolve();
 
   /** Decides `operations` (one item's, in arrival order) together, committed by one conditional write. */
   async function decideBatch(k: string, operations: readonly Operation[]): Promise<StoreResult[]> {
@@ -306,7 +309,11 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     consume: (set, key, cost, nowMs, signal) => run(set, key, cost, nowMs, "consume", undefined, undefined, signal),
     peek: (set, key, nowMs, signal) => run(set, key, 1, nowMs, "peek", undefined, undefined, signal),
     // A compound decision: one TransactWriteItems over every pair's item (many.ts).
-    consumeMany: (calls, cost, nowMs) => consumeMany(many, calls, cost, nowMs),
+    consumeMany: (calls, cost, nowMs) => {
+      const step = compound.then(() => consumeMany(many, calls, cost, nowMs));
+      compound = step.catch(() => undefined);
+      return step;
+    },
     refund: async (set, key, cost, nowMs, marks) => {
       await run(set, key, cost, nowMs, "refund", marks);
     },
