@@ -1,5 +1,6 @@
 import { kernelProcedures, type Names } from "./sql/kernel.ts";
 import { leaseProcedure } from "./sql/lease.ts";
+import { consumeManyProcedure } from "./sql/many.ts";
 import { publicProcedures } from "./sql/procedures.ts";
 import { sweepProcedure } from "./sql/common.ts";
 
@@ -49,6 +50,7 @@ const PROCEDURES = [
   "penalty",
   "block",
   "lease",
+  "consume_many",
 ];
 
 /**
@@ -58,7 +60,7 @@ const PROCEDURES = [
 export function migrationStatements(options: SchemaOptions = {}): string[] {
   const n = namesOf(options);
   const table = `${options.database === undefined ? "" : `\`${options.database}\`.`}${n.table}`;
-  const bodies = [...kernelProcedures(n), sweepProcedure(n), ...publicProcedures(n), leaseProcedure(n)];
+  const bodies = [...kernelProcedures(n), sweepProcedure(n), ...publicProcedures(n), leaseProcedure(n), consumeManyProcedure(n)];
   const statements = [
     `CREATE TABLE IF NOT EXISTS ${table} (
   k VARBINARY(3072) NOT NULL COMMENT 'prefix{identifier}, then :1, :2... per policy, :b its block, :r:<id> a reservation, :l:<id> a lease',
