@@ -4,7 +4,7 @@ import { FloodgateError } from "../../errors.ts";
 import type { CallSignal, LeaseRequest, ManyCall, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { compoundCall, type CompoundState } from "./compound-store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
-import { denyCached } from "../deny-cache/deny-cache-store.ts";
+import { CONSUME_NOTING, type DenialNote, denyCached } from "../deny-cache/deny-cache-store.ts";
 import { baseKey, keysOf } from "./keys.ts";
 import { leaseCall } from "./lease-store.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
@@ -138,6 +138,19 @@ export class ScriptStore implements RedisScriptStore {
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
     return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "consume", cost, nowMs, signal);
+  }
+
+  /** A consume that tells the deny cache of a denial before its promise resolves (see {@link CONSUME_NOTING}). */
+  [CONSUME_NOTING](
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    signal: CallSignal | undefined,
+    note: DenialNote,
+  ): Promise<StoreResult> {
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    return this.#run(prepared, baseKey(set.prefix, key), "consume", cost, nowMs, signal, undefined, note);
   }
 
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
@@ -306,6 +319,7 @@ export class ScriptStore implements RedisScriptStore {
     nowMs: number,
     signal?: CallSignal,
     marks?: readonly number[],
+    note?: DenialNote,
   ): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
@@ -338,6 +352,7 @@ export class ScriptStore implements RedisScriptStore {
     const length = 1 + prepared.count * FIELDS_PER_POLICY +
       (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
     if (!isResult(reply, length)) throw unexpectedReply(this.name, op, reply, `an array of ${length} integers`);
+    if (note !== undefined && reply[0] === 0) note.denied(reply);
     return reply;
   }
 
