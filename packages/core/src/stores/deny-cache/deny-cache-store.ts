@@ -64,7 +64,7 @@ const idOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
  * without this method (any store written outside this package) is awaited by the wrapper instead,
  * with the same effect.
  */
-export const CONSUME_NOTING: unique symbol = Symbol("consumeNoting");
+export const CONSUME_NOTING: unique symbol = /* @__PURE__ */ Symbol("consumeNoting");
 
 /** A call's pending note: remembers a denial unless a `forget` came after the call was sent. */
 export class DenialNote {

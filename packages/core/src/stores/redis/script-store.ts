@@ -129,6 +129,9 @@ export class ScriptStore implements RedisScriptStore {
     this.name = name;
     this.#transport = transport;
     this.ownsClock = (options.clock ?? "server") === "server";
+    // Set here rather than as a method named by the symbol: a computed member name would keep
+    // this class in every bundle that imports the stores' entry, Redis or not.
+    Object.defineProperty(this, CONSUME_NOTING, { value: this.#consumeNoting });
   }
 
   /** Always 0: the deny cache is the wrapper's. */
@@ -141,7 +144,7 @@ export class ScriptStore implements RedisScriptStore {
   }
 
   /** A consume that tells the deny cache of a denial before its promise resolves (see {@link CONSUME_NOTING}). */
-  [CONSUME_NOTING](
+  #consumeNoting(
     set: PolicySet,
     key: string,
     cost: number,
