@@ -9,19 +9,23 @@
 // The server runs with `--predictable-gc-schedule`: otherwise V8 schedules collections from
 // measured speeds, and a server under valgrind on a loaded machine, slower in wall time, would
 // count a different amount of collection work.
-//   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate,floodgate-otel] [--warm 4000] [--requests 6000] [--baseline <dir>]
+//   npx tsx bench/http/instructions.ts [--only hono,koa] [--variants none,floodgate,floodgate-otel] [--warm 4000] [--requests 6000] [--baseline <dir>] [--port <n>] [--out <dir>]
+// `--port <n>`: each server listens on port n in turn (default: any free port).
+// `--out <dir>`: keeps each server's main-thread callgrind output as <dir>/<framework>-<variant>.out
+// (for callgrind_annotate), with V8's map of its compiled code beside it (<framework>-<variant>.map,
+// from `--perf-basic-prof`: callgrind names JIT code only by address; the map names it).
 // `--baseline <dir>` (a copy made by scripts/bench-baseline.sh) adds the variant
 // `floodgate-baseline`: the Floodgate server run in that copy's root, so it loads the copy's packages.
 // Variants: none | floodgate | peer | headers | floor (see bench/http/server.ts: `headers` only
 // sets Floodgate's five default headers, constant values, through the cheapest public API;
 // `floor` also reads the method, path and socket address and publishes a result on the request).
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { childOf, copies } from "../copies.ts";
+import { childOf, copies, type Copy } from "../copies.ts";
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string) => {
@@ -36,6 +40,8 @@ const VARIANTS = option("variants", `none,headers,floor,floodgate,${BASELINE ===
 if (VARIANTS.includes("floodgate-baseline") && BASELINE === undefined) throw new Error("variant floodgate-baseline needs --baseline <dir>");
 const SERVER = fileURLToPath(new URL("server.ts", import.meta.url));
 const CONNECTIONS = 8;
+const PORT = option("port", "0");
+const OUT = option("out", "");
 const PEERS: Record<string, string> = { hono: "hono-rate-limiter", express: "express-rate-limit", koa: "koa-ratelimit" };
 
 if (spawnSync("valgrind", ["--version"]).status !== 0) throw new Error("valgrind is not installed (apt-get install -y valgrind)");
@@ -77,6 +83,12 @@ async function load(port: number, total: number): Promise<void> {
   agent.destroy();
 }
 
+/** A server's working directory and environment: the copy's (see copies.ts), on `--port` when given. */
+const serverOf = (copy: Copy) => {
+  const { cwd, env } = childOf(copy);
+  return { cwd, env: { ...env, BENCH_PORT: PORT } };
+};
+
 /** Main-thread instructions per request of one server variant. */
 async function perRequest(framework: string, variant: string): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "fg-callgrind-"));
@@ -91,13 +103,14 @@ async function perRequest(framework: string, variant: string): Promise<number> {
         `--callgrind-out-file=${join(dir, "cg.out")}`,
         process.execPath,
         "--predictable-gc-schedule",
+        ...(OUT === "" ? [] : ["--perf-basic-prof"]),
         "--import",
         "tsx",
         SERVER,
         framework,
         variant === "floodgate-baseline" ? "floodgate" : variant,
       ],
-      { ...childOf(variant === "floodgate-baseline" ? BASELINE! : CURRENT!), stdio: ["ignore", "pipe", "pipe"] },
+      { ...serverOf(variant === "floodgate-baseline" ? BASELINE! : CURRENT!), stdio: ["ignore", "pipe", "pipe"] },
     );
     running = child;
     let stderr = "";
@@ -121,7 +134,16 @@ async function perRequest(framework: string, variant: string): Promise<number> {
     child.kill("SIGTERM");
     await exited;
     // Thread 1 is the main thread (the one that runs JS).
-    const m = /^totals: (\d+)/m.exec(readFileSync(join(dir, "cg.out-01"), "utf8"));
+    const main = readFileSync(join(dir, "cg.out-01"), "utf8");
+    if (OUT !== "") {
+      writeFileSync(join(OUT, `${framework}-${variant}.out`), main);
+      const map = `/tmp/perf-${child.pid}.map`;
+      if (existsSync(map)) {
+        copyFileSync(map, join(OUT, `${framework}-${variant}.map`));
+        rmSync(map);
+      }
+    }
+    const m = /^totals: (\d+)/m.exec(main);
     if (!m) throw new Error(`${framework}/${variant}: no totals in callgrind's output`);
     return Number(m[1]) / REQUESTS;
   } finally {
@@ -138,6 +160,7 @@ const NAMES: Record<string, (framework: string) => string> = {
   floodgate: (f) => `@floodgate/${f}`,
   "floodgate-baseline": (f) => `@floodgate/${f} (baseline)`,
   "floodgate-otel": (f) => `@floodgate/${f} + @floodgate/opentelemetry (no SDK)`,
+  "floodgate-legacy": (f) => `@floodgate/${f}, legacy headers only (the peer's three)`,
   peer: (f) => PEERS[f]!,
 };
 const rows: string[] = [];

@@ -1,6 +1,8 @@
 // One hello-route server for the HTTP benchmark: `tsx bench/http/server.ts <framework> <variant>`
-// where framework is hono | express | koa and variant is none | floodgate | floodgate-otel | peer | headers | floor.
+// where framework is hono | express | koa and variant is none | floodgate | floodgate-otel | floodgate-legacy | peer | headers | floor.
 // `floodgate-otel` adds @floodgate/opentelemetry with no SDK registered (the API's no-op instruments).
+// `floodgate-legacy` sends only the legacy headers (`headers: "legacy"`: X-RateLimit-Limit, -Remaining,
+// -Reset), the three koa-ratelimit sends.
 // Limits are far above the load, so nothing is denied; default headers are on everywhere. Two
 // variants are no limiter but the least one must do, through the cheapest public API of the
 // framework: `headers` only sets five constant headers shaped like Floodgate's defaults;
@@ -22,7 +24,7 @@ import koaRateLimit from "koa-ratelimit";
 
 const [framework, variant] = process.argv.slice(2) as [
   "hono" | "express" | "koa",
-  "none" | "floodgate" | "floodgate-otel" | "peer" | "headers" | "floor",
+  "none" | "floodgate" | "floodgate-otel" | "floodgate-legacy" | "peer" | "headers" | "floor",
 ];
 const LIMIT = 1_000_000_000;
 const WINDOW_MS = 60_000;
@@ -32,8 +34,16 @@ const policy = slidingWindow({ limit: LIMIT, window: WINDOW_MS });
  * only then: a baseline copy from before the package runs this file too).
  */
 const telemetry = variant === "floodgate-otel" ? (await import("@floodgate/opentelemetry")).floodgateTelemetry() : undefined;
-const floodgateOptions = () => (telemetry === undefined ? { policy } : telemetry.instrument({ policy }));
+const floodgateOptions = () =>
+  variant === "floodgate-legacy"
+    ? { policy, headers: "legacy" as const }
+    : telemetry === undefined
+    ? { policy }
+    : telemetry.instrument({ policy });
+const floodgate = variant === "floodgate" || variant === "floodgate-otel" || variant === "floodgate-legacy";
 const ready = (port: number) => console.log(`listening on ${port}`);
+/** The port to listen on: `BENCH_PORT` when set (a harness given a range of ports), else any free one. */
+const PORT = Number(process.env.BENCH_PORT ?? 0);
 /** Floodgate's default headers (legacy + draft-11) for this policy, as constants. */
 const FIVE_HEADERS: readonly (readonly [string, string])[] = [
   ["X-RateLimit-Limit", "1000000000"],
@@ -54,7 +64,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => pr
 if (framework === "hono") {
   const app = new Hono();
   let mw: MiddlewareHandler | undefined;
-  if (variant === "floodgate" || variant === "floodgate-otel") mw = floodgateHono(floodgateOptions());
+  if (floodgate) mw = floodgateHono(floodgateOptions());
   if (variant === "peer") {
     mw = honoRateLimiter({
       windowMs: WINDOW_MS,
@@ -79,11 +89,11 @@ if (framework === "hono") {
   }
   if (mw) app.use(mw);
   app.get("/", (c) => c.text("hello"));
-  serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => ready(info.port));
+  serve({ fetch: app.fetch, port: PORT, hostname: "127.0.0.1" }, (info) => ready(info.port));
 } else if (framework === "express") {
   const app = express();
   let mw: RequestHandler | undefined;
-  if (variant === "floodgate" || variant === "floodgate-otel") mw = floodgateExpress(floodgateOptions());
+  if (floodgate) mw = floodgateExpress(floodgateOptions());
   if (variant === "peer") mw = expressRateLimit({ windowMs: WINDOW_MS, limit: LIMIT }) as unknown as RequestHandler;
   if (variant === "headers" || variant === "floor") {
     mw = (req, res, next) => {
@@ -98,11 +108,11 @@ if (framework === "hono") {
   app.get("/", (_req, res) => {
     res.send("hello");
   });
-  const server = createServer(app).listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
+  const server = createServer(app).listen(PORT, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
 } else {
   const app = new Koa();
   let mw: Middleware | undefined;
-  if (variant === "floodgate" || variant === "floodgate-otel") mw = floodgateKoa(floodgateOptions());
+  if (floodgate) mw = floodgateKoa(floodgateOptions());
   if (variant === "peer") {
     mw = koaRateLimit({
       driver: "memory",
@@ -124,5 +134,5 @@ if (framework === "hono") {
   app.use((ctx) => {
     ctx.body = "hello";
   });
-  const server = createServer(app.callback()).listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
+  const server = createServer(app.callback()).listen(PORT, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
 }

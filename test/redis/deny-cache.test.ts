@@ -167,4 +167,36 @@ describe("deny cache on a real Redis: this process's refund or reset while a den
       expect((await limiter.limit("k")).allowed).toBe(true); // the store admits: so must the limiter
     },
   );
+
+  it.each(["refund", "reset"] as const)(
+    "%s done while the denied consume's reply is on its way: the denial is not remembered",
+    async (op) => {
+      // Redis runs the consume (denied), then the undo, whose reply arrives first: the store notes
+      // the denial into the cache itself, and must see that a forget came after the call was sent.
+      let holdNext = false;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const client = {
+        evalsha: async (sha: string, n: number, ...rest: string[]) => {
+          const hold = holdNext;
+          holdNext = false;
+          const reply = await h.client.evalsha(sha, n, ...rest);
+          if (hold) await held;
+          return reply;
+        },
+        eval: (source: string, n: number, ...rest: string[]) => h.client.eval(source, n, ...rest),
+        del: (...keys: string[]) => h.client.del(...keys),
+      };
+      const store = redisStore({ client });
+      const limiter = createRateLimiter({ policy: fixedWindow({ limit: 1, window: "1h" }), store, prefix: uniquePrefix() });
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      holdNext = true;
+      const denied = limiter.limit("k");
+      await (op === "refund" ? limiter.refund("k") : limiter.reset("k"));
+      release();
+      expect((await denied).allowed).toBe(false);
+      expect(store.deniedKeys).toBe(0);
+      expect((await limiter.limit("k")).allowed).toBe(true); // the store admits: so must the limiter
+    },
+  );
 });

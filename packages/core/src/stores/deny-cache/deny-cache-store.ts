@@ -58,6 +58,76 @@ const monotonic: () => number =
 const idOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
 
 /**
+ * A consume of a store of this package that tells the cache of a denial itself, before its own
+ * promise resolves: `note.denied(result)` once the store has checked a denying answer. The wrapper
+ * then returns the store's promise as it is, without awaiting it in a promise of its own. A store
+ * without this method (any store written outside this package) is awaited by the wrapper instead,
+ * with the same effect.
+ */
+export const CONSUME_NOTING: unique symbol = /* @__PURE__ */ Symbol("consumeNoting");
+
+/** A call's pending note: remembers a denial unless a `forget` came after the call was sent. */
+export class DenialNote {
+  readonly #cache: DenyCache;
+  readonly #prepared: Prepared;
+  readonly #set: PolicySet;
+  readonly #key: string;
+  readonly #cost: number;
+  readonly #sentAt: number;
+  readonly #generation: number;
+
+  constructor(cache: DenyCache, prepared: Prepared, set: PolicySet, key: string, cost: number, sentAt: number) {
+    this.#cache = cache;
+    this.#prepared = prepared;
+    this.#set = set;
+    this.#key = key;
+    this.#cost = cost;
+    this.#sentAt = sentAt;
+    // A refund or reset sent while this call is in flight may run after it in the store.
+    this.#generation = cache.generation;
+  }
+
+  /** Called by the store with an answer it has checked and whose flag is 0 (denied). */
+  denied(result: StoreResult): void {
+    if (this.#cache.generation === this.#generation) {
+      remember(this.#cache, this.#prepared, this.#set, this.#key, this.#cost, this.#sentAt, result);
+    }
+  }
+}
+
+/** A store whose consume takes a {@link DenialNote} (see {@link CONSUME_NOTING}). */
+interface NotingStore extends RateLimitStore {
+  [CONSUME_NOTING](
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    signal: CallSignal | undefined,
+    note: DenialNote,
+  ): Promise<StoreResult>;
+}
+
+/**
+ * Remembers a denial's figures (a lease answer's tail dropped). `maxMs`, a lease call's: units
+ * of outstanding leases may come back before the denial's wait is over, so the denial is kept
+ * no longer than a lease lives.
+ */
+function remember(
+  cache: DenyCache,
+  prepared: Prepared,
+  set: PolicySet,
+  key: string,
+  cost: number,
+  sentAt: number,
+  result: StoreResult,
+  maxMs?: number,
+): void {
+  const figures = 1 + prepared.count * FIELDS_PER_POLICY;
+  const denial = result.length > figures ? result.slice(0, figures) : result;
+  cache.remember(idOf(set, key), prepared.id, cost, sentAt, denial, prepared.limits, maxMs);
+}
+
+/**
  * Wraps a store in a deny cache: an identifier the store denied is denied again locally, with no
  * store call, for as long as the store is certain to deny it too (its `retryAfterMs`, counted
  * from when the denied call was sent). Worth it where a store call is a round trip: a client
@@ -106,10 +176,13 @@ class DenyCacheStore implements DenyCachedStore {
   readonly inner: RateLimitStore;
   readonly #cache: DenyCache;
   readonly #sets = new WeakMap<PolicySet, Prepared>();
+  /** The inner store, when it notes denials itself (see {@link CONSUME_NOTING}). */
+  readonly #noting: NotingStore | undefined;
   #nextId = 1;
 
   constructor(inner: RateLimitStore, maxKeys: number) {
     this.inner = inner;
+    this.#noting = typeof (inner as Partial<NotingStore>)[CONSUME_NOTING] === "function" ? inner as NotingStore : undefined;
     this.name = inner.name;
     this.ownsClock = inner.ownsClock === true;
     // The wrapper adds no waiting: a store that answers synchronously still does.
@@ -129,6 +202,10 @@ class DenyCacheStore implements DenyCachedStore {
     if (cache.size > 0) {
       const hit = cache.check(idOf(set, key), prepared.id, cost, sentAt);
       if (hit !== undefined) return hit;
+    }
+    const noting = this.#noting;
+    if (noting !== undefined) {
+      return noting[CONSUME_NOTING](set, key, cost, nowMs, signal, new DenialNote(cache, prepared, set, key, cost, sentAt));
     }
     // A refund or reset sent while this call is in flight may run after it in the store.
     const generation = cache.generation;
@@ -256,15 +333,8 @@ class DenyCacheStore implements DenyCachedStore {
     return result;
   }
 
-  /**
-   * Remembers a denial's figures (a lease answer's tail dropped). `maxMs`, a lease call's: units
-   * of outstanding leases may come back before the denial's wait is over, so the denial is kept
-   * no longer than a lease lives.
-   */
   #remember(prepared: Prepared, set: PolicySet, key: string, cost: number, sentAt: number, result: StoreResult, maxMs?: number): void {
-    const figures = 1 + prepared.count * FIELDS_PER_POLICY;
-    const denial = result.length > figures ? result.slice(0, figures) : result;
-    this.#cache.remember(idOf(set, key), prepared.id, cost, sentAt, denial, prepared.limits, maxMs);
+    remember(this.#cache, prepared, set, key, cost, sentAt, result, maxMs);
   }
 
   /**

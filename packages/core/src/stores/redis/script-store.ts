@@ -4,7 +4,7 @@ import { FloodgateError } from "../../errors.ts";
 import type { CallSignal, LeaseRequest, ManyCall, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { compoundCall, type CompoundState } from "./compound-store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
-import { denyCached } from "../deny-cache/deny-cache-store.ts";
+import { CONSUME_NOTING, type DenialNote, denyCached } from "../deny-cache/deny-cache-store.ts";
 import { baseKey, keysOf } from "./keys.ts";
 import { leaseCall } from "./lease-store.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
@@ -135,6 +135,9 @@ export class ScriptStore implements RedisScriptStore {
     this.name = name;
     this.#transport = transport;
     this.ownsClock = (options.clock ?? "server") === "server";
+    // Set here rather than as a method named by the symbol: a computed member name would keep
+    // this class in every bundle that imports the stores' entry, Redis or not.
+    Object.defineProperty(this, CONSUME_NOTING, { value: this.#consumeNoting });
   }
 
   /** Always 0: the deny cache is the wrapper's. */
@@ -144,6 +147,19 @@ export class ScriptStore implements RedisScriptStore {
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
     return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "consume", cost, nowMs, signal);
+  }
+
+  /** A consume that tells the deny cache of a denial before its promise resolves (see {@link CONSUME_NOTING}). */
+  #consumeNoting(
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    signal: CallSignal | undefined,
+    note: DenialNote,
+  ): Promise<StoreResult> {
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    return this.#run(prepared, baseKey(set.prefix, key), "consume", cost, nowMs, signal, undefined, note);
   }
 
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
@@ -317,6 +333,7 @@ export class ScriptStore implements RedisScriptStore {
     nowMs: number,
     signal?: CallSignal,
     marks?: readonly number[],
+    note?: DenialNote,
   ): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
@@ -352,6 +369,7 @@ export class ScriptStore implements RedisScriptStore {
     const length = 1 + prepared.count * FIELDS_PER_POLICY +
       (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
     if (!isResult(reply, length)) throw unexpectedReply(this.name, op, reply, `an array of ${length} integers`);
+    if (note !== undefined && reply[0] === 0) note.denied(reply);
     return reply;
   }
 
