@@ -1,5 +1,5 @@
 import { createRateLimiter } from "@floodgate/core";
-import { POLICY_KINDS } from "@floodgate/core/store";
+import { POLICY_KINDS, type StoreResult } from "@floodgate/core/store";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { blockTests } from "./blocks.ts";
 import { compoundTests } from "./compound.ts";
@@ -8,7 +8,14 @@ import { decisionTests } from "./decisions.ts";
 import { leaseTests } from "./leases.ts";
 import { reservationTests } from "./reservations.ts";
 import { severalPolicyTests } from "./several-policies.ts";
-import { clearOfHourBoundary, type ContractContext, example, type StoreContractOptions, type StoreHarness } from "./support.ts";
+import {
+  clearOfHourBoundary,
+  type ContractContext,
+  example,
+  type StoreContractOptions,
+  type StoreHarness,
+  uniquePrefix,
+} from "./support.ts";
 
 /** The capabilities a switch leaves out, and the store methods each needs. */
 const CAPABILITIES = [
@@ -65,6 +72,27 @@ export function storeContract(name: string, setup: () => Promise<StoreHarness>, 
         }
       });
     }
+
+    it("a store declaring notesDenials tells the call's signal of a denial before answering, of no admission", async () => {
+      const store = ctx.local;
+      if (store.notesDenials !== true) return;
+      const set = { prefix: uniquePrefix(), policies: [example("fixed-window", 1, 3_600_000)] };
+      const seen: StoreResult[] = [];
+      const signal = { aborted: false, denied: (result: StoreResult) => void seen.push(result) };
+      const t = 1_700_000_000_000;
+      expect((await store.consume(set, "k", 1, t, signal))[0]).toBe(1);
+      expect(seen).toHaveLength(0);
+      for (let i = 0; i < 2; i++) {
+        let seenAtAnswer = -1;
+        const answer = await Promise.resolve(store.consume(set, "k", 1, t, signal)).then((r) => {
+          seenAtAnswer = seen.length;
+          return r;
+        });
+        expect(answer[0]).toBe(0);
+        expect(seenAtAnswer).toBe(i + 1);
+        expect(seen[i]).toEqual(answer);
+      }
+    });
 
     decisionTests(ctx);
     if (options.blocks !== false) blockTests(ctx);

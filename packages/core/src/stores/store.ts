@@ -24,6 +24,12 @@ export interface PolicySet {
 export interface CallSignal {
   /** True once the caller has abandoned the call. */
   readonly aborted: boolean;
+  /**
+   * Optional, for a store that declares {@link RateLimitStore.notesDenials}: a `consume` calls it
+   * once with its answer when that answer is a denial, before the call's promise resolves (a
+   * wrapper such as the deny cache then returns the store's promise without awaiting it).
+   */
+  denied?(result: StoreResult): void;
 }
 
 /**
@@ -131,6 +137,12 @@ export interface RateLimitStore {
    * kind, such as SQL procedures): a limiter over a policy of another kind is refused at creation.
    */
   readonly kinds?: readonly PolicyKind[];
+  /**
+   * True when `consume` calls its signal's `denied(result)` (when the signal has one) with every
+   * denying answer, before its promise resolves: the deny cache then passes the store's promise
+   * on as it is, instead of awaiting it to learn of a denial.
+   */
+  readonly notesDenials?: boolean;
   /**
    * Checks and, when every policy admits `cost`, charges it. `signal`, when given, turns
    * `aborted` once the caller has abandoned the call: send no further command for it.

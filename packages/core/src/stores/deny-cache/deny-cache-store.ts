@@ -58,16 +58,12 @@ const monotonic: () => number =
 const idOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
 
 /**
- * A consume of a store of this package that tells the cache of a denial itself, before its own
- * promise resolves: `note.denied(result)` once the store has checked a denying answer. The wrapper
- * then returns the store's promise as it is, without awaiting it in a promise of its own. A store
- * without this method (any store written outside this package) is awaited by the wrapper instead,
- * with the same effect.
+ * The signal the cache hands a store that notes denials itself (`notesDenials`): the caller's
+ * `aborted`, and `denied(result)`, which remembers the denial unless a refund or reset of this
+ * process was sent after the call.
  */
-export const CONSUME_NOTING: unique symbol = /* @__PURE__ */ Symbol("consumeNoting");
-
-/** A call's pending note: remembers a denial unless a `forget` came after the call was sent. */
-export class DenialNote {
+class DenialNote implements CallSignal {
+  readonly #signal: CallSignal | undefined;
   readonly #cache: DenyCache;
   readonly #prepared: Prepared;
   readonly #set: PolicySet;
@@ -76,7 +72,16 @@ export class DenialNote {
   readonly #sentAt: number;
   readonly #generation: number;
 
-  constructor(cache: DenyCache, prepared: Prepared, set: PolicySet, key: string, cost: number, sentAt: number) {
+  constructor(
+    signal: CallSignal | undefined,
+    cache: DenyCache,
+    prepared: Prepared,
+    set: PolicySet,
+    key: string,
+    cost: number,
+    sentAt: number,
+  ) {
+    this.#signal = signal;
     this.#cache = cache;
     this.#prepared = prepared;
     this.#set = set;
@@ -87,24 +92,16 @@ export class DenialNote {
     this.#generation = cache.generation;
   }
 
-  /** Called by the store with an answer it has checked and whose flag is 0 (denied). */
+  get aborted(): boolean {
+    return this.#signal?.aborted === true;
+  }
+
   denied(result: StoreResult): void {
+    this.#signal?.denied?.(result);
     if (this.#cache.generation === this.#generation) {
       remember(this.#cache, this.#prepared, this.#set, this.#key, this.#cost, this.#sentAt, result);
     }
   }
-}
-
-/** A store whose consume takes a {@link DenialNote} (see {@link CONSUME_NOTING}). */
-interface NotingStore extends RateLimitStore {
-  [CONSUME_NOTING](
-    set: PolicySet,
-    key: string,
-    cost: number,
-    nowMs: number,
-    signal: CallSignal | undefined,
-    note: DenialNote,
-  ): Promise<StoreResult>;
 }
 
 /**
@@ -176,13 +173,13 @@ class DenyCacheStore implements DenyCachedStore {
   readonly inner: RateLimitStore;
   readonly #cache: DenyCache;
   readonly #sets = new WeakMap<PolicySet, Prepared>();
-  /** The inner store, when it notes denials itself (see {@link CONSUME_NOTING}). */
-  readonly #noting: NotingStore | undefined;
+  /** Whether the inner store tells of its denials itself; the wrapper then does too. */
+  readonly notesDenials?: boolean;
   #nextId = 1;
 
   constructor(inner: RateLimitStore, maxKeys: number) {
     this.inner = inner;
-    this.#noting = typeof (inner as Partial<NotingStore>)[CONSUME_NOTING] === "function" ? inner as NotingStore : undefined;
+    if (inner.notesDenials === true) this.notesDenials = true;
     this.name = inner.name;
     this.ownsClock = inner.ownsClock === true;
     // The wrapper adds no waiting: a store that answers synchronously still does.
@@ -201,11 +198,13 @@ class DenyCacheStore implements DenyCachedStore {
     const sentAt = this.ownsClock ? monotonic() : nowMs;
     if (cache.size > 0) {
       const hit = cache.check(idOf(set, key), prepared.id, cost, sentAt);
-      if (hit !== undefined) return hit;
+      if (hit !== undefined) {
+        signal?.denied?.(hit);
+        return hit;
+      }
     }
-    const noting = this.#noting;
-    if (noting !== undefined) {
-      return noting[CONSUME_NOTING](set, key, cost, nowMs, signal, new DenialNote(cache, prepared, set, key, cost, sentAt));
+    if (this.notesDenials === true) {
+      return this.inner.consume(set, key, cost, nowMs, new DenialNote(signal, cache, prepared, set, key, cost, sentAt));
     }
     // A refund or reset sent while this call is in flight may run after it in the store.
     const generation = cache.generation;

@@ -4,7 +4,7 @@ import { FloodgateError } from "../../errors.ts";
 import type { CallSignal, LeaseRequest, ManyCall, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { compoundCall, type CompoundState } from "./compound-store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
-import { CONSUME_NOTING, type DenialNote, denyCached } from "../deny-cache/deny-cache-store.ts";
+import { denyCached } from "../deny-cache/deny-cache-store.ts";
 import { baseKey, keysOf } from "./keys.ts";
 import { leaseCall } from "./lease-store.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
@@ -126,6 +126,8 @@ export function scriptStore(name: string, transport: ScriptTransport, options: S
 export class ScriptStore implements RedisScriptStore {
   readonly name: string;
   readonly ownsClock: boolean;
+  /** A denying consume calls its signal's `denied` before its promise resolves. */
+  readonly notesDenials = true;
   readonly #transport: ScriptTransport;
   readonly #prepared = new WeakMap<PolicySet, Prepared>();
   readonly #compound: CompoundState = { cluster: false };
@@ -135,9 +137,6 @@ export class ScriptStore implements RedisScriptStore {
     this.name = name;
     this.#transport = transport;
     this.ownsClock = (options.clock ?? "server") === "server";
-    // Set here rather than as a method named by the symbol: a computed member name would keep
-    // this class in every bundle that imports the stores' entry, Redis or not.
-    Object.defineProperty(this, CONSUME_NOTING, { value: this.#consumeNoting });
   }
 
   /** Always 0: the deny cache is the wrapper's. */
@@ -147,19 +146,6 @@ export class ScriptStore implements RedisScriptStore {
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
     return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "consume", cost, nowMs, signal);
-  }
-
-  /** A consume that tells the deny cache of a denial before its promise resolves (see {@link CONSUME_NOTING}). */
-  #consumeNoting(
-    set: PolicySet,
-    key: string,
-    cost: number,
-    nowMs: number,
-    signal: CallSignal | undefined,
-    note: DenialNote,
-  ): Promise<StoreResult> {
-    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
-    return this.#run(prepared, baseKey(set.prefix, key), "consume", cost, nowMs, signal, undefined, note);
   }
 
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
@@ -295,11 +281,7 @@ export class ScriptStore implements RedisScriptStore {
     }
   }
 
-  /**
-   * EVAL, which runs the script and loads it, for a call made while the server is not known to
-   * hold it (a new store, or after a NOSCRIPT). Calls made together at a start then cost one
-   * command each, not an EVALSHA answered NOSCRIPT and an EVAL each.
-   */
+  /** EVAL (runs and loads the script) while the server is not known to hold it: one command a call. */
   async #eval(script: LuaScript, keys: string[], args: readonly string[], op: string, gate: ScriptGate): Promise<unknown> {
     try {
       const reply = await this.#transport.eval(script.source, keys, args);
@@ -333,7 +315,6 @@ export class ScriptStore implements RedisScriptStore {
     nowMs: number,
     signal?: CallSignal,
     marks?: readonly number[],
-    note?: DenialNote,
   ): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
@@ -369,7 +350,7 @@ export class ScriptStore implements RedisScriptStore {
     const length = 1 + prepared.count * FIELDS_PER_POLICY +
       (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
     if (!isResult(reply, length)) throw unexpectedReply(this.name, op, reply, `an array of ${length} integers`);
-    if (note !== undefined && reply[0] === 0) note.denied(reply);
+    if (reply[0] === 0 && op === "consume") signal?.denied?.(reply);
     return reply;
   }
 
