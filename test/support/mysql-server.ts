@@ -177,7 +177,8 @@ export async function mysqlDatabase(): Promise<MysqlTestDatabase | undefined> {
     server = await startPrivateMysql();
     target = server.target;
   }
-  const database = `fg_test_${process.pid}_${Date.now().toString(36)}_${++counter}`;
+  const tag = process.env.FLOODGATE_TEST_DB_TAG ?? "";
+  const database = `fg_test_${/^[a-z0-9]{1,12}$/.test(tag) ? `${tag}_` : ""}${process.pid}_${Date.now().toString(36)}_${++counter}`;
   const admin = await mysql.createConnection(target);
   await admin.query(`CREATE DATABASE \`${database}\``);
   await admin.end();
