@@ -249,7 +249,7 @@ suite(
   () => junit(denoReport),
 );
 // The Deno KV store on Deno's own Deno.openKv() (local backend): the contract, the traces, leased
-// mode and exactness across 4 deno processes sharing one database (vitest runs the same files on
+// mode, compound steps and exactness across 4 deno processes sharing one database (vitest runs the same files on
 // Node through @deno/kv).
 const denoKvReport = join(tmp, "deno-kv-junit.xml");
 suite(
@@ -264,6 +264,7 @@ suite(
     `--junit-path=${denoKvReport}`,
     "test/deno-kv/contract.test.ts",
     "test/deno-kv/concurrency.test.ts",
+    "test/deno-kv/compound.test.ts",
   ],
   denoKvReport,
   () => junit(denoKvReport),

@@ -4,6 +4,7 @@
  */
 import type { PolicyKind } from "@floodgate/core";
 import { calendarMonth } from "./calendar.ts";
+import { compoundRun, parseRequests } from "./compound.ts";
 import { renderChart } from "./chart.ts";
 import {
   ALGORITHMS,
@@ -230,10 +231,59 @@ function startCalendar(): void {
   void updateCalendar();
 }
 
+/** The compound panel: the requests through a rule over user, organisation and service, as the HTTP layer decides them. */
+async function updateCompound(): Promise<void> {
+  const summary = element("cmp-summary");
+  const body = element("cmp-rows").querySelector("tbody")!;
+  let rows;
+  try {
+    rows = await compoundRun(
+      { user: numberOf("cmp-user"), org: numberOf("cmp-org"), global: numberOf("cmp-global") },
+      parseRequests(input("cmp-requests").value),
+    );
+  } catch (error) {
+    summary.textContent = error instanceof Error ? error.message : String(error);
+    summary.className = "error";
+    body.replaceChildren();
+    return;
+  }
+  const refused = rows.filter((r) => r.status === 429);
+  const by = (d: string): number => refused.filter((r) => r.dimension === d).length;
+  summary.className = "";
+  summary.textContent = `${rows.length - refused.length} admitted, ${refused.length} refused: ${by("user")} by the user's limit, ${
+    by("org")
+  } by the organisation's, ${by("global")} by the service's.`;
+  body.replaceChildren(...rows.map((r) => {
+    const row = document.createElement("tr");
+    row.className = r.status === 429 ? "refused" : "admitted";
+    row.dataset["dimension"] = r.dimension;
+    const cells = [[`${r.user}@${r.org}`, false], [String(r.status), true], [r.dimension, false], [String(r.left.user), true], [
+      String(r.left.org),
+      true,
+    ], [String(r.left.global), true]] as const;
+    for (const [text, numeric] of cells) {
+      const cell = document.createElement("td");
+      cell.textContent = text;
+      if (numeric) cell.className = "num";
+      row.append(cell);
+    }
+    return row;
+  }));
+}
+
+function startCompound(): void {
+  for (const id of ["cmp-user", "cmp-org", "cmp-global", "cmp-requests"]) {
+    element(id).addEventListener("change", () => void updateCompound());
+  }
+  void updateCompound();
+}
+
 if (document.readyState === "loading") {
   document.addEventListener("DOMContentLoaded", start);
   document.addEventListener("DOMContentLoaded", startCalendar);
+  document.addEventListener("DOMContentLoaded", startCompound);
 } else {
   start();
   startCalendar();
+  startCompound();
 }

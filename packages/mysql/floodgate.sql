@@ -1654,6 +1654,362 @@ IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw, sw); END IF;
 SELECT CONCAT(rec, ',', IF(g > 0, life, 0), ',', nw) AS r;
 END$$
 
+DROP PROCEDURE IF EXISTS `floodgate_v1_consume_many`$$
+
+CREATE PROCEDURE `floodgate_v1_consume_many`(IN ks LONGBLOB, IN kl TEXT, IN kss TEXT, IN numss LONGTEXT, IN cost BIGINT, IN tm BIGINT)
+    MODIFIES SQL DATA
+BEGIN
+DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
+DECLARE n, p, fd, ok, al, chg INT DEFAULT 0;
+DECLARE L, pr, a, b, c, rem, rst, rty, nx, mk BIGINT;
+DECLARE lg LONGBLOB;
+DECLARE kd CHAR(1);
+DECLARE kk VARBINARY(3072);
+DECLARE res, mks TEXT DEFAULT '';
+DECLARE bu, bm BIGINT DEFAULT 0;
+DECLARE bs VARBINARY(3000);
+DECLARE kinds VARCHAR(32);
+DECLARE nums VARCHAR(2048);
+DECLARE np, j, at, allok INT DEFAULT 0;
+DECLARE answer LONGTEXT DEFAULT '';
+DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+SET np = CHAR_LENGTH(kss) - CHAR_LENGTH(REPLACE(kss, ',', '')) + 1, allok = IF(cost > 0, 1, 0);
+WHILE j < np DO
+SET bs = SUBSTRING(ks, at + 1, CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(kl, ',', j + 1), ',', -1) AS SIGNED)), at = at + CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(kl, ',', j + 1), ',', -1) AS SIGNED);
+SET kinds = SUBSTRING_INDEX(SUBSTRING_INDEX(kss, ',', j + 1), ',', -1);
+SET nums = SUBSTRING_INDEX(SUBSTRING_INDEX(numss, ';', j + 1), ';', -1);
+SET bu = 0, bm = 0;
+SET res = '', mks = '', al = 1;
+SET n = CHAR_LENGTH(kinds), p = 0;
+WHILE p < n DO
+SET kd = SUBSTRING(kinds, p + 1, 1), L = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 1), ',', -1) AS SIGNED), pr = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 2), ',', -1) AS SIGNED);
+SET kk = IF(p = 0, bs, CONCAT(bs, ':', p));
+BEGIN
+DECLARE tk CHAR(1);
+DECLARE ex BIGINT;
+DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+SET fd = 1;
+IF 1 = 0 THEN
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk;
+ELSE
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+  IF fd = 0 AND 1 = 1 THEN
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (kk, '', 0, 0, 0, NULL, 0)
+      ON DUPLICATE KEY UPDATE expires_us = expires_us;
+    SET fd = 1;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us, IF(p = 0, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0), bu) INTO tk, a, b, c, lg, ex, bu FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+  END IF;
+END IF;
+IF fd = 0 AND p = 0 THEN
+  SELECT z.n1 INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
+END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+END;
+SET chg = 0;
+CASE kd
+WHEN 't' THEN
+BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw);
+SET nxt = tat + cost * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((nxt - tau - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
+ELSE
+  -- Negative only after the clock stepped back past the stored arrival time.
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
+END IF;
+END;
+WHEN 'f' THEN
+BEGIN
+DECLARE sz, ix, cnt, en BIGINT;
+SET sz = pr * 1000;
+SET ix = GREATEST(nw DIV sz, a);
+SET cnt = IF(a = ix, b, 0), en = (ix + 1) * sz;
+SET rst = ((en) + 999) DIV 1000, nx = en;
+IF cnt + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((en - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cnt + cost, rem = L - cnt - cost;
+ELSE
+  -- Above the limit only when a lowered limit reads state charged under a larger one.
+  SET rem = GREATEST(0, L - cnt);
+END IF;
+END;
+WHEN 's' THEN
+BEGIN
+DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
+SET ix = GREATEST(nw DIV (pr * 1000), a);
+SET cur = IF(a = ix, b, 0), prv = IF(a = ix, c, IF(a = ix - 1, b, 0));
+SET st = ix * pr;
+SET el = GREATEST(0, nw - st * 1000) DIV 1000;
+SET bud = L * pr - prv * (pr - el), nx = (st + 2 * pr) * 1000;
+IF (cur + cost) * pr <= bud THEN
+  SET ok = 1, rty = 0;
+ELSEIF cost > L THEN
+  SET ok = 0, rty = -1;
+ELSE
+  SET ok = 0;
+  -- The earliest whole ms at which the cost fits, given the estimate's shape.
+  IF cur + cost <= L THEN
+    SET e = GREATEST(0, pr - ((L - cur - cost) * pr) DIV prv);
+    WHILE prv * (pr - e) + (cur + cost) * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + e;
+  ELSE
+    SET e = GREATEST(0, pr - ((L - cost) * pr) DIV cur);
+    WHILE cur * (pr - e) + cost * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + pr + e;
+  END IF;
+  SET rty = GREATEST(1, IF((at_ * 1000 - nw) >= 0, ((at_ * 1000 - nw) + 1000 - 1) DIV 1000, -((-(at_ * 1000 - nw)) DIV 1000)));
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cur + cost, c = prv;
+  SET rem = GREATEST(0, bud - (cur + cost) * pr) DIV pr, rst = st + 2 * pr;
+ELSE
+  SET rem = GREATEST(0, bud - cur * pr) DIV pr;
+  SET rst = IF(cur > 0, st + 2 * pr, IF(prv > 0, st + pr, (nw + 999) DIV 1000));
+END IF;
+END;
+WHEN 'l' THEN
+BEGIN
+DECLARE sz, at_, n, h BIGINT;
+SET sz = pr * 1000, n = (COALESCE(LENGTH(lg), 0) DIV 8);
+-- Entries only grow, so a later `at_` never lands before the newest one (clock steps back).
+SET at_ = IF(n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw), h = 0;
+-- Drop the entries that have left the window ending at `at_`.
+WHILE h < n AND CAST(CONV(HEX(SUBSTRING(lg, 8 * (h) + 1, 8)), 16, 10) AS SIGNED) <= at_ - sz DO SET h = h + 1; END WHILE;
+IF h > 0 THEN SET lg = SUBSTRING(lg, 8 * h + 1), n = n - h; END IF;
+SET nx = at_ + sz;
+IF n + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n + cost - L - 1) + 1, 8)), 16, 10) AS SIGNED) + sz - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET lg = CONCAT(COALESCE(lg, ''), REPEAT(UNHEX(LPAD(HEX(at_), 16, '0')), cost));
+  SET rem = L - n - cost, rst = ((at_ + sz) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, L - n), rst = IF(n > 0, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED) + sz) + 999) DIV 1000, ((nw) + 999) DIV 1000);
+END IF;
+END;
+WHEN 'c' THEN
+BEGIN
+DECLARE sz, at_, n, h BIGINT;
+SET sz = pr * 1000, n = (COALESCE(LENGTH(lg), 0) DIV 8);
+-- Entries only grow, so a later `at_` never lands before the newest one (clock steps back).
+SET at_ = IF(n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw), h = 0;
+-- Drop the entries that have left the window ending at `at_`.
+WHILE h < n AND CAST(CONV(HEX(SUBSTRING(lg, 8 * (h) + 1, 8)), 16, 10) AS SIGNED) <= at_ - sz DO SET h = h + 1; END WHILE;
+IF h > 0 THEN SET lg = SUBSTRING(lg, 8 * h + 1), n = n - h; END IF;
+SET nx = at_ + sz;
+IF n + 1 <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(1 > L, -1, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n + 1 - L - 1) + 1, 8)), 16, 10) AS SIGNED) + sz - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET lg = CONCAT(COALESCE(lg, ''), REPEAT(UNHEX(LPAD(HEX(at_), 16, '0')), 1));
+  SET rem = L - n - 1, rst = ((at_ + sz) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, L - n), rst = IF(n > 0, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED) + sz) + 999) DIV 1000, ((nw) + 999) DIV 1000);
+END IF;
+END;
+ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind';
+END CASE;
+SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
+IF ok = 0 THEN SET al = 0; END IF;
+SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
+SET p = p + 1;
+END WHILE;
+IF al = 0 AND cost > 0 AND bu = 0 THEN
+  SET n = CHAR_LENGTH(kinds), p = 0;
+WHILE p < n DO
+SET kd = SUBSTRING(kinds, p + 1, 1), L = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 1), ',', -1) AS SIGNED), pr = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 2), ',', -1) AS SIGNED);
+SET kk = IF(p = 0, bs, CONCAT(bs, ':', p));
+IF CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 3), ',', -1) AS SIGNED) > bm AND CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(SUBSTRING(res, 2), ',', 4 * p + 1), ',', -1) AS SIGNED) = 0 THEN SET bm = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 3), ',', -1) AS SIGNED); END IF;
+SET p = p + 1;
+END WHILE;
+  IF bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+END IF;
+IF al = 0 OR bu > 0 THEN SET allok = 0; END IF;
+SET answer = CONCAT(answer, ';', bu, ',', nw, ',', IF(bu > 0, 0, al), res);
+SET j = j + 1;
+END WHILE;
+IF allok = 1 THEN
+  SET answer = '', j = 0, at = 0;
+  WHILE j < np DO
+SET bs = SUBSTRING(ks, at + 1, CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(kl, ',', j + 1), ',', -1) AS SIGNED)), at = at + CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(kl, ',', j + 1), ',', -1) AS SIGNED);
+SET kinds = SUBSTRING_INDEX(SUBSTRING_INDEX(kss, ',', j + 1), ',', -1);
+SET nums = SUBSTRING_INDEX(SUBSTRING_INDEX(numss, ';', j + 1), ';', -1);
+SET res = '', mks = '', al = 1;
+SET n = CHAR_LENGTH(kinds), p = 0;
+WHILE p < n DO
+SET kd = SUBSTRING(kinds, p + 1, 1), L = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 1), ',', -1) AS SIGNED), pr = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 2), ',', -1) AS SIGNED);
+SET kk = IF(p = 0, bs, CONCAT(bs, ':', p));
+BEGIN
+DECLARE tk CHAR(1);
+DECLARE ex BIGINT;
+DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+SET fd = 1;
+IF 1 = 0 THEN
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk;
+ELSE
+  SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+  IF fd = 0 AND 1 = 1 THEN
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (kk, '', 0, 0, 0, NULL, 0)
+      ON DUPLICATE KEY UPDATE expires_us = expires_us;
+    SET fd = 1;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, s.expires_us INTO tk, a, b, c, lg, ex FROM `floodgate` s WHERE s.k = kk FOR UPDATE;
+  END IF;
+END IF;
+IF fd = 0 OR tk <> kd THEN SET fd = 0, a = 0, b = 0, c = 0, lg = NULL; END IF;
+END;
+SET chg = 1;
+CASE kd
+WHEN 't' THEN
+BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw);
+SET nxt = tat + cost * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((nxt - tau - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
+ELSE
+  -- Negative only after the clock stepped back past the stored arrival time.
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
+END IF;
+END;
+WHEN 'f' THEN
+BEGIN
+DECLARE sz, ix, cnt, en BIGINT;
+SET sz = pr * 1000;
+SET ix = GREATEST(nw DIV sz, a);
+SET cnt = IF(a = ix, b, 0), en = (ix + 1) * sz;
+SET rst = ((en) + 999) DIV 1000, nx = en;
+IF cnt + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((en - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cnt + cost, rem = L - cnt - cost;
+ELSE
+  -- Above the limit only when a lowered limit reads state charged under a larger one.
+  SET rem = GREATEST(0, L - cnt);
+END IF;
+END;
+WHEN 's' THEN
+BEGIN
+DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
+SET ix = GREATEST(nw DIV (pr * 1000), a);
+SET cur = IF(a = ix, b, 0), prv = IF(a = ix, c, IF(a = ix - 1, b, 0));
+SET st = ix * pr;
+SET el = GREATEST(0, nw - st * 1000) DIV 1000;
+SET bud = L * pr - prv * (pr - el), nx = (st + 2 * pr) * 1000;
+IF (cur + cost) * pr <= bud THEN
+  SET ok = 1, rty = 0;
+ELSEIF cost > L THEN
+  SET ok = 0, rty = -1;
+ELSE
+  SET ok = 0;
+  -- The earliest whole ms at which the cost fits, given the estimate's shape.
+  IF cur + cost <= L THEN
+    SET e = GREATEST(0, pr - ((L - cur - cost) * pr) DIV prv);
+    WHILE prv * (pr - e) + (cur + cost) * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + e;
+  ELSE
+    SET e = GREATEST(0, pr - ((L - cost) * pr) DIV cur);
+    WHILE cur * (pr - e) + cost * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + pr + e;
+  END IF;
+  SET rty = GREATEST(1, IF((at_ * 1000 - nw) >= 0, ((at_ * 1000 - nw) + 1000 - 1) DIV 1000, -((-(at_ * 1000 - nw)) DIV 1000)));
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cur + cost, c = prv;
+  SET rem = GREATEST(0, bud - (cur + cost) * pr) DIV pr, rst = st + 2 * pr;
+ELSE
+  SET rem = GREATEST(0, bud - cur * pr) DIV pr;
+  SET rst = IF(cur > 0, st + 2 * pr, IF(prv > 0, st + pr, (nw + 999) DIV 1000));
+END IF;
+END;
+WHEN 'l' THEN
+BEGIN
+DECLARE sz, at_, n, h BIGINT;
+SET sz = pr * 1000, n = (COALESCE(LENGTH(lg), 0) DIV 8);
+-- Entries only grow, so a later `at_` never lands before the newest one (clock steps back).
+SET at_ = IF(n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw), h = 0;
+-- Drop the entries that have left the window ending at `at_`.
+WHILE h < n AND CAST(CONV(HEX(SUBSTRING(lg, 8 * (h) + 1, 8)), 16, 10) AS SIGNED) <= at_ - sz DO SET h = h + 1; END WHILE;
+IF h > 0 THEN SET lg = SUBSTRING(lg, 8 * h + 1), n = n - h; END IF;
+SET nx = at_ + sz;
+IF n + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n + cost - L - 1) + 1, 8)), 16, 10) AS SIGNED) + sz - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET lg = CONCAT(COALESCE(lg, ''), REPEAT(UNHEX(LPAD(HEX(at_), 16, '0')), cost));
+  SET rem = L - n - cost, rst = ((at_ + sz) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, L - n), rst = IF(n > 0, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED) + sz) + 999) DIV 1000, ((nw) + 999) DIV 1000);
+END IF;
+END;
+WHEN 'c' THEN
+BEGIN
+DECLARE sz, at_, n, h BIGINT;
+SET sz = pr * 1000, n = (COALESCE(LENGTH(lg), 0) DIV 8);
+-- Entries only grow, so a later `at_` never lands before the newest one (clock steps back).
+SET at_ = IF(n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw), h = 0;
+-- Drop the entries that have left the window ending at `at_`.
+WHILE h < n AND CAST(CONV(HEX(SUBSTRING(lg, 8 * (h) + 1, 8)), 16, 10) AS SIGNED) <= at_ - sz DO SET h = h + 1; END WHILE;
+IF h > 0 THEN SET lg = SUBSTRING(lg, 8 * h + 1), n = n - h; END IF;
+SET nx = at_ + sz;
+IF n + 1 <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(1 > L, -1, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n + 1 - L - 1) + 1, 8)), 16, 10) AS SIGNED) + sz - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET lg = CONCAT(COALESCE(lg, ''), REPEAT(UNHEX(LPAD(HEX(at_), 16, '0')), 1));
+  SET rem = L - n - 1, rst = ((at_ + sz) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, L - n), rst = IF(n > 0, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED) + sz) + 999) DIV 1000, ((nw) + 999) DIV 1000);
+END IF;
+END;
+ELSE SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: unknown policy kind';
+END CASE;
+SET mk = IF(kd IN ('l', 'c'), IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0), a);
+IF ok = 0 THEN SET al = 0; END IF;
+IF ok = 1 AND chg = 1 THEN UPDATE `floodgate` SET kind = kd, n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = kk;
+SET mks = CONCAT(mks, ',', mk); END IF;
+SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
+SET p = p + 1;
+END WHILE;
+SET answer = CONCAT(answer, ';0,', nw, ',1', res, mks);
+  SET j = j + 1;
+  END WHILE;
+END IF;
+COMMIT;
+SELECT CONCAT(allok, answer) AS r;
+END$$
+
 DROP PROCEDURE IF EXISTS `floodgate_v1_consume_t`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_t`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)

@@ -4,7 +4,8 @@
  * - POST /store: one call of durableObjectStore (method and arguments as JSON), so that the
  *   contract suite, run by vitest in Node, drives the store as it runs in a Worker;
  * - POST /limit: one decision of a limiter kept in this isolate (as an app keeps it), on one of
- *   the policy sets of the exactness tests (`latencyMs`: that long before each call reaches its object);
+ *   the policy sets of the exactness tests (`latencyMs`: that long before each call reaches its object;
+ *   `early`: the response goes before the decision is made, which workerd then cancels with the request);
  * - POST /peek, /flush: what a key has left; the unspent units of this isolate's leases given back;
  * - POST /requests: the DO requests the isolate's stores have made;
  * - POST /keys: how many keys the object of a single-shard store holds.
@@ -103,8 +104,9 @@ export default {
         return Response.json({ result: result ?? null });
       }
       if (url.pathname === "/limit") {
-        const { set, limit, prefix, mode, shards, key, denyCache, latencyMs } = await request.json() as {
+        const { set, limit, prefix, mode, shards, key, denyCache, latencyMs, early } = await request.json() as {
           denyCache?: boolean;
+          early?: boolean;
           latencyMs?: number;
           set: string;
           limit: number;
@@ -124,6 +126,11 @@ export default {
         if (set === "concurrency") {
           const r = await limiter.reserve(key);
           return Response.json({ allowed: r.decision.allowed });
+        }
+        if (early) {
+          // Not waited for: the request ends with this response, and its store call with it.
+          limiter.limit(key).then(undefined, () => undefined);
+          return Response.json({ early: true });
         }
         const d = await limiter.limit(key);
         // A lease's refresh runs after the decision: the request must outlive it (as the adapters arrange).

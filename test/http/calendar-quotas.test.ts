@@ -5,7 +5,7 @@
  * The guide docs/monthly-quotas.md shows this setup.
  */
 import { describe, expect, it } from "vitest";
-import { calendarWindow, memoryStore, type Policy, withRateLimit } from "../../packages/core/src/index.ts";
+import { calendarWindow, fixedWindow, memoryStore, type Policy, withRateLimit } from "../../packages/core/src/index.ts";
 
 const CUSTOMERS: Record<string, { plan: "free" | "pro"; billingDay: number; timeZone: string }> = {
   acme: { plan: "free", billingDay: 31, timeZone: "Europe/Berlin" },
@@ -74,5 +74,71 @@ describe("a monthly quota per customer, billing day from the request", () => {
     expect((await call()).status).toBe(429);
     await handler.reset("acme"); // paid: a fresh quota
     expect((await handler.peek("acme")).remaining).toBe(3);
+  });
+});
+
+describe("RateLimit-Policy's w: the length of the period the decision counts in", () => {
+  const DAY = 86_400;
+  /** One rule over `policies`, its headers in `formats`, decided at the instant `at` holds. */
+  function rule(policies: Policy | Policy[], formats: ("draft-6" | "draft-7" | "draft-11")[]) {
+    const at = { now: 0 };
+    const handler = withRateLimit(() => new Response("ok"), {
+      key: () => "k",
+      policy: policies,
+      store: memoryStore(),
+      clock: () => at.now,
+      headers: formats,
+    });
+    const policyAt = async (iso: string): Promise<string | null> => {
+      at.now = Date.parse(iso);
+      const response = await handler(new Request("http://api.test/v1"));
+      await response.text();
+      return response.headers.get("ratelimit-policy");
+    };
+    return policyAt;
+  }
+
+  it("a day: 23 or 25 hours across Berlin's DST changes, 24.5 on Lord Howe Island, 24 otherwise", async () => {
+    const berlin = rule(calendarWindow({ limit: 100, period: "day", timeZone: "Europe/Berlin", name: "daily" }), ["draft-11"]);
+    expect(await berlin("2026-03-29T10:00:00Z")).toBe(`"daily";q=100;w=${23 * 3600}`);
+    // The same rule, the next day: the text follows the period.
+    expect(await berlin("2026-03-30T10:00:00Z")).toBe(`"daily";q=100;w=${DAY}`);
+    expect(await berlin("2026-10-25T10:00:00Z")).toBe(`"daily";q=100;w=${25 * 3600}`);
+    const lordHowe = rule(calendarWindow({ limit: 100, period: "day", timeZone: "Australia/Lord_Howe", name: "daily" }), ["draft-11"]);
+    expect(await lordHowe("2026-04-05T01:00:00Z")).toBe(`"daily";q=100;w=${24.5 * 3600}`);
+    expect(await lordHowe("2026-10-04T01:00:00Z")).toBe(`"daily";q=100;w=${23.5 * 3600}`);
+  });
+
+  it("a month: February's 28 or 29 days, a billing cycle as it falls (Feb 28 to Mar 31 is 31 days less the hour DST takes)", async () => {
+    const calendarMonth = rule(calendarWindow({ limit: 100, period: "month", timeZone: "Europe/Berlin", name: "m" }), ["draft-11"]);
+    expect(await calendarMonth("2026-02-10T12:00:00Z")).toBe(`"m";q=100;w=${28 * DAY}`);
+    expect(await calendarMonth("2028-02-10T12:00:00Z")).toBe(`"m";q=100;w=${29 * DAY}`);
+    expect(await calendarMonth("2026-01-10T12:00:00Z")).toBe(`"m";q=100;w=${31 * DAY}`);
+    const billing = rule(calendarWindow({ limit: 100, period: "month", timeZone: "Europe/Berlin", billingDay: 31, name: "m" }), [
+      "draft-11",
+    ]);
+    expect(await billing("2026-02-10T12:00:00Z")).toBe(`"m";q=100;w=${28 * DAY}`); // Jan 31 to Feb 28
+    expect(await billing("2026-03-10T12:00:00Z")).toBe(`"m";q=100;w=${31 * DAY - 3600}`); // Feb 28 to Mar 31
+    expect(await billing("2026-04-10T12:00:00Z")).toBe(`"m";q=100;w=${30 * DAY}`); // Mar 31 to Apr 30
+  });
+
+  it("a week across a DST change, on a denial too; draft-6 and draft-7 write the same w", async () => {
+    const week = calendarWindow({ limit: 1, period: "week", timeZone: "Europe/Berlin", name: "w" });
+    for (const format of ["draft-6", "draft-7"] as const) {
+      const policyAt = rule(week, [format]);
+      // The week from Monday Mar 23 to Monday Mar 30, 2026 loses an hour on Sunday the 29th.
+      expect(await policyAt("2026-03-25T12:00:00Z")).toBe(`1;w=${7 * DAY - 3600}`);
+      expect(await policyAt("2026-03-26T12:00:00Z")).toBe(`1;w=${7 * DAY - 3600}`); // denied
+      expect(await policyAt("2026-04-01T12:00:00Z")).toBe(`1;w=${7 * DAY}`);
+    }
+  });
+
+  it("beside a fixed-length policy: each policy's own w", async () => {
+    const policyAt = rule([
+      fixedWindow({ limit: 10, window: "1h", name: "hourly" }),
+      calendarWindow({ limit: 100, period: "day", timeZone: "Europe/Berlin", name: "daily" }),
+    ], ["draft-11"]);
+    expect(await policyAt("2026-10-25T10:00:00Z")).toBe(`"hourly";q=10;w=3600, "daily";q=100;w=${25 * 3600}`);
+    expect(await policyAt("2026-10-26T10:00:00Z")).toBe(`"hourly";q=10;w=3600, "daily";q=100;w=${DAY}`);
   });
 });

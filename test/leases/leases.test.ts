@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   concurrency,
   createRateLimiter,
+  type Decision,
   fixedWindow,
   FloodgateError,
   memoryStore,
@@ -338,6 +339,58 @@ describe.each([["ioredis", ioredisHarness], ["upstash", upstashHarness]] as cons
     await limiter.flush();
     expect(await stored(prefix, "k")).toBe(52);
   });
+
+  it(
+    "a lease call whose answer never comes strands no other decision on the key: they wait for it the store's deadline at most",
+    async () => {
+      let now = T0 + 1000;
+      const prefix = uniquePrefix();
+      const inner = h.store("local", { denyCache: false });
+      let loseNext = false;
+      // The store ran the call; its answer never comes (as in a Worker whose request ended with it).
+      const losing = {
+        ...inner,
+        name: inner.name,
+        lease: async (...a: Parameters<NonNullable<typeof inner.lease>>) => {
+          const result = await inner.lease!(...a);
+          if (!loseNext) return result;
+          loseNext = false;
+          return new Promise<never>(() => undefined);
+        },
+        consume: inner.consume.bind(inner),
+        peek: inner.peek.bind(inner),
+        refund: inner.refund.bind(inner),
+        reset: inner.reset.bind(inner),
+      };
+      // No deadline of its own: the waiters wait the default one (1 s).
+      const limiter = createRateLimiter({
+        policy: fixedWindow({ limit: 1000, window: HOUR }),
+        store: losing,
+        prefix,
+        clock: () => now,
+        mode: "leased",
+        resilience: false,
+      });
+      for (let i = 0; i < 50; i++) {
+        now += 10;
+        await (await limiter.limit("k")).pending;
+      }
+      await limiter.flush();
+      loseNext = true;
+      now += 10;
+      const lost = limiter.limit("k");
+      const stranded = new Promise<"stranded">((resolve) => setTimeout(() => resolve("stranded"), 15_000).unref());
+      const next = await Promise.race([Promise.all([limiter.limit("k"), limiter.limit("k")]), stranded]);
+      expect(next).not.toBe("stranded");
+      expect((next as Decision[]).map((d) => d.allowed)).toEqual([true, true]);
+      await expect(Promise.race([limiter.flush().then(() => "flushed"), stranded])).resolves.toBe("flushed");
+      // 50, the lost call's own request, the two after it; the lease the lost call brought went back whole.
+      expect(await stored(prefix, "k")).toBe(53);
+      expect(await h.admin.keys(`${prefix}*:l:*`)).toEqual([]);
+      void lost;
+    },
+    30_000,
+  );
 
   it("leases nothing when a policy has less than 1% of its limit (or 2 × cost) left, and at most half of what is left", async () => {
     const now = T0 + 1000;

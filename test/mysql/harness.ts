@@ -7,7 +7,17 @@ import type { StoreHarness } from "../stores/store-contract.ts";
 import { mysqlDatabase, type MysqlTestDatabase } from "../support/mysql-server.ts";
 
 /** Where each method takes its `nowMs`. */
-const NOW_AT: Record<string, number> = { consume: 3, peek: 2, refund: 3, reserve: 3, settle: 4, lease: 3, penalty: 3, block: 3 };
+const NOW_AT: Record<string, number> = {
+  consume: 3,
+  consumeMany: 2,
+  peek: 2,
+  refund: 3,
+  reserve: 3,
+  settle: 4,
+  lease: 3,
+  penalty: 3,
+  block: 3,
+};
 
 export interface MysqlHarness extends StoreHarness {
   readonly db: MysqlTestDatabase;

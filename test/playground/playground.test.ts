@@ -10,6 +10,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type Scenario, SEED_SCENARIOS, type SeedName, simulate } from "../../docs/playground/simulate.ts";
+import { compoundRun, parseRequests } from "../../docs/playground/compound.ts";
 import {
   bundlePlayground,
   DOCS_DIR,
@@ -257,6 +258,33 @@ describe("playground page (headless Chromium): the real engine from core's dist,
     await page.dispatchEvent("#cal-month", "change");
     await page.waitForFunction(() => document.querySelector("#cal-days tbody tr.dst td:last-child")?.textContent === "23.5");
     await screenshot("calendar-lord-howe");
+  });
+
+  it("the compound panel shows each request's outcome and binding dimension, as the HTTP layer decides them in Node", async () => {
+    const rows = () =>
+      page.$$eval("#cmp-rows tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+    const inNode = async () =>
+      (await compoundRun(
+        {
+          user: Number(await page.inputValue("#cmp-user")),
+          org: Number(await page.inputValue("#cmp-org")),
+          global: Number(await page.inputValue("#cmp-global")),
+        },
+        parseRequests(await page.inputValue("#cmp-requests")),
+      )).map((r) => [`${r.user}@${r.org}`, String(r.status), r.dimension, String(r.left.user), String(r.left.org), String(r.left.global)]);
+    await page.waitForSelector("#cmp-rows tbody tr");
+    const shown = await rows();
+    expect(shown).toEqual(await inNode());
+    expect(shown.filter((r) => r[1] === "429").map((r) => r[2])).toEqual(["user", "org", "global", "global"]);
+    expect(await page.textContent("#cmp-summary")).toBe(
+      "8 admitted, 4 refused: 1 by the user's limit, 1 by the organisation's, 2 by the service's.",
+    );
+    await screenshot("compound");
+    // A service limit of 20: dave's requests go on, and the page follows.
+    await page.fill("#cmp-global", "20");
+    await page.dispatchEvent("#cmp-global", "change");
+    await page.waitForFunction(() => document.querySelector("#cmp-summary")?.textContent?.startsWith("10 admitted"));
+    expect(await rows()).toEqual(await inNode());
   });
 
   it("the page logged no error and threw nothing", () => {

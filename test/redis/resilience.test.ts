@@ -114,6 +114,7 @@ describe("an abandoned call sends no follow-up", () => {
   it("after NOSCRIPT, the EVAL of a call abandoned at its deadline is never sent, so nothing is charged", async () => {
     const store = resilientStore(redisStore({ client, denyCache: false }), { timeoutMs: 100, logger: false });
     const limiter = createRateLimiter({ policy: hourly("fixed-window", 5), store, prefix: uniquePrefix() });
+    await limiter.peek("warm"); // the store knows the server holds the script: it sends EVALSHA
     await admin.script("FLUSH");
     const evalsBefore = await evalCalls(admin);
     redis.kill("SIGSTOP");
@@ -126,6 +127,24 @@ describe("an abandoned call sends no follow-up", () => {
     // The script is still not loaded: this call goes NOSCRIPT → EVAL (counted), and finds nothing charged.
     expect((await limiter.peek("a")).remaining).toBe(5);
     expect(await evalCalls(admin)).toBe(evalsBefore + 1);
+  });
+
+  it("a new store's first call (an EVAL) abandoned at its deadline: its late charge is given back", async () => {
+    const store = resilientStore(redisStore({ client, denyCache: false }), { timeoutMs: 100, logger: false });
+    const limiter = createRateLimiter({ policy: hourly("fixed-window", 5), store, prefix: uniquePrefix() });
+    await admin.script("FLUSH");
+    redis.kill("SIGSTOP");
+    expect(await codeOf(limiter.limit("a"))).toBe("STORE_TIMEOUT");
+    redis.kill("SIGCONT");
+    await until(() => store.stats().inFlight === 0);
+    await until(() => store.stats().lateCharges === 1);
+    // Given back: the key has its whole limit again.
+    let remaining = -1;
+    for (let i = 0; i < 50 && remaining !== 5; i++) {
+      remaining = (await limiter.peek("a")).remaining;
+      if (remaining !== 5) await sleep(100);
+    }
+    expect(remaining).toBe(5);
   });
 });
 

@@ -4,7 +4,8 @@
  * the deny cache knows is denied.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { concurrency, createRateLimiter, fixedWindow, type PolicyKind, tokenBucket } from "../../packages/core/src/index.ts";
+import { Redis as UpstashRedis } from "@upstash/redis";
+import { concurrency, createRateLimiter, fixedWindow, type PolicyKind, tokenBucket, upstashStore } from "../../packages/core/src/index.ts";
 import { hourly, KINDS, uniquePrefix } from "../stores/store-contract.ts";
 import { ioredisHarness, type RedisHarness, type UpstashHarness, upstashHarness } from "./harness.ts";
 
@@ -46,6 +47,30 @@ describe("upstashStore round trips (bridge request counter)", () => {
       expect(h.bridge.requests.total).toBe(6);
     },
   );
+
+  it("calls made together before the script is known: one command and one request each, no NOSCRIPT", async () => {
+    await h.admin.script("FLUSH");
+    const limiter = createRateLimiter({ policy: hourly("fixed-window", 30), store: h.store("server"), prefix: uniquePrefix() });
+    await h.admin.config("RESETSTAT");
+    const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.limit("together")));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(30);
+    // Upstash bills commands: one EVAL per call (it loads the script too), none answered NOSCRIPT.
+    const calls = await commandCalls(h);
+    expect(calls["eval"]).toBe(40);
+    expect(calls["evalsha"]).toBeUndefined();
+    // A client sending a request per command: 40 requests for the 40 decisions.
+    await h.admin.script("FLUSH");
+    const single = new UpstashRedis({ url: h.bridge.url, token: h.bridge.token, enableTelemetry: false, enableAutoPipelining: false });
+    const apart = createRateLimiter({ policy: hourly("fixed-window", 30), store: upstashStore({ redis: single }), prefix: uniquePrefix() });
+    h.bridge.resetCounters();
+    await Promise.all(Array.from({ length: 40 }, () => apart.limit("together")));
+    expect(h.bridge.requests.total).toBe(40);
+    // Once one EVAL has answered, decisions go by the script's SHA1 again.
+    h.bridge.resetCounters();
+    await apart.limit("after");
+    expect(h.bridge.requests.total).toBe(1);
+    expect((await commandCalls(h))["evalsha"]).toBe(1);
+  });
 
   it("a denied identifier is answered locally, with zero requests, until its retry time", async () => {
     let now = 1_700_002_800_000 + 5000; // 5 s into an hour
@@ -134,6 +159,19 @@ describe("redisStore round trips (INFO commandstats)", () => {
     calls = await commandCalls(h);
     expect(calls["evalsha"]).toBe(3);
     expect(calls["eval"]).toBe(1);
+  });
+
+  it("calls made together on a new store after SCRIPT FLUSH: one EVAL each, none answered NOSCRIPT", async () => {
+    await h.admin.script("FLUSH");
+    const limiter = createRateLimiter({ policy: hourly("token-bucket", 30), store: h.store("server"), prefix: uniquePrefix() });
+    await h.admin.config("RESETSTAT");
+    const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.limit("together")));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(30);
+    const calls = await commandCalls(h);
+    expect(calls["eval"]).toBe(40);
+    expect(calls["evalsha"]).toBeUndefined();
+    await limiter.limit("after");
+    expect((await commandCalls(h))["evalsha"]).toBe(1);
   });
 
   it("one EVALSHA per reserve and per settle (and per cancel), for a set of three policies; none for a denial's settle", async () => {

@@ -5,6 +5,7 @@
 import type { EdgeRuntime } from "edge-runtime";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type BridgeFixture, bundle, requireBinary, requireBuilt, requirePackage, startBridge } from "./support.ts";
+import { CALENDAR_CASES, checkCalendarCase } from "./calendar-cases.ts";
 
 const EDGE_CONDITIONS = ["edge-light", "worker", "browser", "import", "default"];
 
@@ -93,6 +94,17 @@ for (const store of ["memory", "upstash"] as const) {
       const peek = await runtime.dispatchFetch("https://edge.test/settle/peek");
       expect(await peek.json()).toEqual({ remaining: 997, handed: 1 });
     });
+
+    if (store === "memory") {
+      for (const c of CALENDAR_CASES) {
+        it(`a calendar window decided with the edge runtime's Intl: ${c.name}`, async () => {
+          await checkCalendarCase(
+            c,
+            (query) => runtime.dispatchFetch(`https://edge.test/calendar?${query}`) as unknown as Promise<Response>,
+          );
+        });
+      }
+    }
 
     if (store === "upstash") {
       it("keeps the state in Redis: a fresh runtime (a new edge instance) sees the same counters", async () => {

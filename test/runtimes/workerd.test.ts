@@ -5,6 +5,7 @@
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { type BridgeFixture, bundle, requireBinary, requireBuilt, requirePackage, startBridge } from "./support.ts";
+import { CALENDAR_CASES, checkCalendarCase } from "./calendar-cases.ts";
 
 const WORKERD_CONDITIONS = ["workerd", "worker", "browser", "import", "default"];
 const COMPATIBILITY_DATE = "2025-09-01";
@@ -229,5 +230,39 @@ describe("workerd: a cost settled after a streamed response, handed to the Execu
       expect(after - before).toBe(1);
       await vi.waitFor(async () => expect((await peeker.peek("worker-key")).remaining).toBe(997), { timeout: 5000 });
     });
+  }
+});
+
+describe("workerd: calendar windows decided with workerd's Intl, on a memory store and on the Durable Object store", () => {
+  let mf: Miniflare;
+  beforeAll(async () => {
+    if (setupError !== undefined) return;
+    requireBuilt(["core", "cloudflare"]);
+    const built = await bundle("test/runtimes/workers/calendar.ts", {
+      format: "esm",
+      conditions: WORKERD_CONDITIONS,
+      external: ["cloudflare:workers"],
+    });
+    expect(built.inputs).toContain("packages/core/dist/index.js");
+    expect(built.inputs).toContain("packages/cloudflare/dist/index.js");
+    mf = new MiniflareClass({
+      modules: true,
+      script: built.code,
+      compatibilityDate: COMPATIBILITY_DATE,
+      durableObjects: { RATE_LIMITER: { className: "RateLimiterObject", useSQLite: true } },
+    });
+    started.push(mf);
+    await mf.ready;
+  });
+
+  for (const store of ["memory", "durable-object"] as const) {
+    for (const c of CALENDAR_CASES) {
+      it(`${store}: ${c.name}`, async () => {
+        await checkCalendarCase(
+          c,
+          (query) => mf.dispatchFetch(`http://worker.test/calendar/${store}?${query}`) as unknown as Promise<Response>,
+        );
+      });
+    }
   }
 });

@@ -163,6 +163,8 @@ export async function startPrivateMysql(): Promise<PrivateMysql> {
   };
 }
 
+/** Marks this run's database names (`FLOODGATE_TEST_DB_TAG`, letters, digits and _), to tell runs sharing a server apart. */
+const TAG = /^[a-z0-9_]+$/.test(process.env.FLOODGATE_TEST_DB_TAG ?? "") ? `${process.env.FLOODGATE_TEST_DB_TAG}_` : "";
 let counter = 0;
 
 /** A database of the test's own on a server that answers (see the module's doc); undefined: skip. */
@@ -177,8 +179,7 @@ export async function mysqlDatabase(): Promise<MysqlTestDatabase | undefined> {
     server = await startPrivateMysql();
     target = server.target;
   }
-  const tag = process.env.FLOODGATE_TEST_DB_TAG ?? "";
-  const database = `fg_test_${/^[a-z0-9]{1,12}$/.test(tag) ? `${tag}_` : ""}${process.pid}_${Date.now().toString(36)}_${++counter}`;
+  const database = `fg_test_${TAG}${process.pid}_${Date.now().toString(36)}_${++counter}`;
   const admin = await mysql.createConnection(target);
   await admin.query(`CREATE DATABASE \`${database}\``);
   await admin.end();

@@ -198,6 +198,8 @@ export async function postgresUnavailable(): Promise<string | undefined> {
   return "PostgreSQL suites skipped: no server answers on 127.0.0.1:5432 and no PostgreSQL binaries are installed (install them with `apt-get install -y postgresql`, or start a server there with trust auth for user postgres).";
 }
 
+/** Marks this run's database names (`FLOODGATE_TEST_DB_TAG`, letters, digits and _), to tell runs sharing a server apart. */
+const TAG = /^[a-z0-9_]+$/.test(process.env.FLOODGATE_TEST_DB_TAG ?? "") ? `${process.env.FLOODGATE_TEST_DB_TAG}_` : "";
 let counter = 0;
 
 /** A database of its own for a test file, on the shared server or a private one (see the top of this file). */
@@ -208,7 +210,7 @@ export async function testDatabase(): Promise<TestDatabase> {
     if (!install()) throw new Error((await postgresUnavailable()) ?? "no PostgreSQL");
     server = await (privateServer ??= startPostgres());
   }
-  const database = `floodgate_test_${process.pid}_${Date.now().toString(36)}_${++counter}`;
+  const database = `floodgate_test_${TAG}${process.pid}_${Date.now().toString(36)}_${++counter}`;
   const admin = new pg.Client({ host: server.host, port: server.port, user: "postgres", database: "postgres" });
   await admin.connect();
   try {

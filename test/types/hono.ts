@@ -1,5 +1,5 @@
 // Hono: key(req), cost(req), skip(req) see the app's own Env; c.get("rateLimit") is typed after the middleware.
-import { fixedWindow, type RateLimitInfo } from "@floodgate/core";
+import { dimensions, fixedWindow, type RateLimitInfo } from "@floodgate/core";
 import { type HonoRateLimitOptions, rateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { Hono } from "hono";
 
@@ -39,3 +39,25 @@ rateLimit<AppEnv>({ policy, key: (req) => req.raw.get("user") });
 // @ts-expect-error source is one of the known sources
 const wrong: RateLimitInfo["source"] = "redis";
 void wrong;
+
+// A rule's dimensions: each dimension's key, its figures on the info, the binding one named.
+const quotas = dimensions({
+  user: { key: (req) => req.header("x-user"), policy },
+  org: { key: () => "acme", policy: [policy] },
+});
+new Hono().use(rateLimit({ rules: { default: { dimensions: quotas } } })).get("/", (c) => {
+  const info = c.get("rateLimit");
+  const orgLeft: number | undefined = info.dimensions?.["org"]?.remaining;
+  const binding: string | undefined = info.dimension;
+  return c.json({ orgLeft, binding });
+});
+void quotas.limiter().dimensions.user.reset("u1");
+
+// @ts-expect-error the limiter's dimensions are the value's: there is no "ip"
+void quotas.limiter().dimensions.ip;
+
+// @ts-expect-error a dimension's key returns a string or undefined
+dimensions({ user: { key: () => 42, policy } });
+
+// @ts-expect-error a rule's dimensions come from dimensions(), not a plain object
+rateLimit({ rules: { default: { dimensions: { user: { policy } } } } });

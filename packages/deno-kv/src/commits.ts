@@ -50,7 +50,7 @@ const MAX_ROUND = 256;
 const MAX_VALUE_BYTES = 65_536;
 
 /** A stored value that is not this store's JSON text (another program's) reads as no state. */
-function parse(value: unknown): Stored | undefined {
+export function parse(value: unknown): Stored | undefined {
   if (typeof value !== "string") return undefined;
   try {
     const stored = JSON.parse(value) as Partial<Stored> | null;
@@ -61,7 +61,7 @@ function parse(value: unknown): Stored | undefined {
 }
 
 /** SQLite's busy error, which the local backend raises when another process holds the write lock: a lost race like any other. */
-const isBusy = (error: unknown): boolean => /database is (locked|busy)/i.test(String((error as Error)?.message ?? error));
+export const isBusy = (error: unknown): boolean => /database is (locked|busy)/i.test(String((error as Error)?.message ?? error));
 
 /** Counts of the queue's work. */
 export interface Counts {
@@ -202,14 +202,20 @@ function decide(calls: Call[], stored: Stored | undefined, clockMs: number) {
     }
   }
   if (!changed) return { results, value: null, expireIn };
-  const value = state === undefined ? undefined : JSON.stringify({ state, expiresAt });
-  if (value !== undefined && value.length * 3 > MAX_VALUE_BYTES && new TextEncoder().encode(value).length > MAX_VALUE_BYTES) {
+  const value = state === undefined ? undefined : serialize(state, expiresAt!, calls[0]!.key);
+  return { results, value, expireIn };
+}
+
+/** The stored value: the state and its expiry as JSON, within Deno KV's 64 KiB per value. */
+export function serialize(state: unknown, expiresAt: number, key: string): string {
+  const value = JSON.stringify({ state, expiresAt });
+  if (value.length * 3 > MAX_VALUE_BYTES && new TextEncoder().encode(value).length > MAX_VALUE_BYTES) {
     throw new FloodgateError(
       "STORE_ERROR",
       `Deno KV store: the state of ${
-        JSON.stringify(calls[0]!.key)
+        JSON.stringify(key)
       } needs more than Deno KV's 64 KiB per value (a sliding log keeps one timestamp per unit of its limit; keep its limit under about 3,000, or use slidingWindow).`,
     );
   }
-  return { results, value, expireIn };
+  return value;
 }

@@ -38,6 +38,8 @@ export interface KvAtomic {
 export interface KvDatabase {
   /** Reads one key. */
   get(key: KvKey): Promise<KvEntryMaybe>;
+  /** Reads up to 10 keys at once, consistently (a compound decision's keys; without it, one get each). */
+  getMany?(keys: readonly KvKey[]): Promise<KvEntryMaybe[]>;
   /** Starts an atomic operation. */
   atomic(): KvAtomic;
   /** Deletes one key. */

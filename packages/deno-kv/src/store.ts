@@ -3,6 +3,7 @@ import {
   type EvaluateMode,
   FloodgateError,
   type LeaseRequest,
+  type ManyCall,
   type PolicySet,
   type RateLimitStore,
   type ReservationArgs,
@@ -11,6 +12,7 @@ import {
 import { CommitQueues } from "./commits.ts";
 import { kvKeyOf } from "./keys.ts";
 import type { KvDatabase } from "./kv.ts";
+import { consumeMany } from "./many.ts";
 
 /** Options of {@link denoKvStore}. */
 export interface DenoKvStoreOptions {
@@ -43,6 +45,8 @@ export interface DenoKvStoreStats {
 export interface DenoKvStore extends RateLimitStore {
   /** What it has done so far. */
   stats(): DenoKvStoreStats;
+  /** Every pair of a compound decision read together and committed in one atomic operation (see {@link RateLimitStore.consumeMany}). */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[]>;
 }
 
 const OPTIONS = ["kv", "keyPrefix", "maxAttempts", "timeoutMs"];
@@ -84,7 +88,7 @@ function checked(options: DenoKvStoreOptions): Required<DenoKvStoreOptions> {
  * store are decided together, in order, one commit per round: they never race each other. Decisions run on the
  * limiter's clock (Deno KV has none to offer). Every operation of the contract: several
  * policies atomically, refunds into their charge, reservations, leases (`mode: "leased"`),
- * blocks, penalties, reset.
+ * blocks, penalties, reset, and compound decisions in one atomic commit over every key.
  *
  * @example
  * // createRateLimiter and slidingWindow come from "@floodgate/core".
@@ -95,6 +99,16 @@ function checked(options: DenoKvStoreOptions): Required<DenoKvStoreOptions> {
 export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
   const { kv, keyPrefix, maxAttempts, timeoutMs } = checked(options);
   const queues = new CommitQueues(kv, maxAttempts);
+  const many = {
+    kv,
+    counts: queues.counts,
+    maxAttempts,
+    timeoutMs,
+    keyOf: (call: ManyCall) => kvKeyOf(keyPrefix, call.set.prefix, call.key),
+  };
+  // Compound decisions of this store run one after another: they share keys (a global one) and
+  // would otherwise lose races to each other; other processes' writes still make them retry.
+  let compound: Promise<unknown> = Promise.resolve();
 
   function run(
     mode: EvaluateMode,
@@ -132,6 +146,12 @@ export function denoKvStore(options: DenoKvStoreOptions): DenoKvStore {
     stats: () => ({ ...queues.counts }),
     consume: (set, key, cost, nowMs, signal) => run("consume", set, key, cost, nowMs, undefined, undefined, signal),
     peek: (set, key, nowMs, signal) => run("peek", set, key, 1, nowMs, undefined, undefined, signal),
+    // A compound decision: every key read, one commit checking every versionstamp (many.ts).
+    consumeMany: (calls, cost, nowMs, signal) => {
+      const step = compound.then(() => consumeMany(many, calls, cost, nowMs, signal));
+      compound = step.catch(() => undefined);
+      return step;
+    },
     refund: async (set, key, cost, nowMs, marks) => {
       await run("refund", set, key, cost, nowMs, marks);
     },

@@ -1,7 +1,7 @@
 import { FloodgateError } from "@floodgate/core/store";
 
 /** What the store was doing when DynamoDB refused, for the message. */
-export type Operation = "GetItem" | "PutItem" | "DeleteItem";
+export type Operation = "GetItem" | "PutItem" | "DeleteItem" | "TransactWriteItems";
 
 /** The permissions the store needs, in the words of an IAM policy. */
 export const STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"] as const;

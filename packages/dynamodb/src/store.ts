@@ -4,6 +4,7 @@ import {
   DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
+  TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
 import {
   type CallSignal,
@@ -11,6 +12,7 @@ import {
   evaluateState,
   FloodgateError,
   type LeaseRequest,
+  type ManyCall,
   type PolicySet,
   type RateLimitStore,
   type ReservationArgs,
@@ -21,6 +23,7 @@ import { createHash } from "node:crypto";
 import { batcher, type Operation } from "./batch.ts";
 import { ASSUMED_ABSENT, itemKey, type Seen, SeenCache, seenOf, STATE, VERSION } from "./items.ts";
 import { type DynamoDBStoreOptions, parseStoreOptions } from "./options.ts";
+import { consumeMany, type Transacted, type TransactPut } from "./many.ts";
 
 export type { DynamoDBStoreOptions } from "./options.ts";
 
@@ -44,7 +47,15 @@ export interface DynamoDBStoreStats {
 export interface DynamoDBStore extends RateLimitStore {
   /** Requests and capacity this store has used. */
   readonly stats: DynamoDBStoreStats;
+  /**
+   * Every pair of a compound decision in one `TransactWriteItems` (see {@link RateLimitStore.consumeMany});
+   * `undefined` where the server has no transactions (an emulator without them).
+   */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[] | undefined>;
 }
+
+/** Capacity as DynamoDB reports it. */
+type Capacity = { CapacityUnits?: number };
 
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 
@@ -95,11 +106,13 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     },
   };
   const keyOf = (set: PolicySet, key: string): string => itemKey(set.prefix, key, sha256);
-  const counted = (output: { ConsumedCapacity?: { CapacityUnits?: number } | undefined }): void => {
-    stats.capacityUnits += output.ConsumedCapacity?.CapacityUnits ?? 0;
+  const counted = (output: { ConsumedCapacity?: Capacity | readonly Capacity[] | undefined }): void => {
+    // A transaction reports one figure per table.
+    const all = output.ConsumedCapacity;
+    for (const c of Array.isArray(all) ? all : [all]) stats.capacityUnits += (c as Capacity | undefined)?.CapacityUnits ?? 0;
   };
 
-  async function send<T extends { ConsumedCapacity?: { CapacityUnits?: number } | undefined }>(
+  async function send<T extends { ConsumedCapacity?: Capacity | readonly Capacity[] | undefined }>(
     command: unknown,
     operation: RequestName,
   ): Promise<T> {
@@ -109,7 +122,9 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
       counted(output);
       return output;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException || (error as Error)?.name === "ConditionalCheckFailedException") throw error;
+      const name = (error as Error)?.name;
+      if (error instanceof ConditionalCheckFailedException || name === "ConditionalCheckFailedException") throw error;
+      if (name === "TransactionCanceledException" || name === "UnknownOperationException") throw error;
       throw storeError(error, table, operation);
     }
   }
@@ -186,6 +201,50 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     }
   }
 
+  /**
+   * Puts every item, each under the condition that it is still as seen, in one transaction. When
+   * any condition fails nothing is written, and each item whose condition failed comes back as
+   * the cancellation found it (`undefined`: none returned); `null` for the items that passed.
+   */
+  async function transact(puts: readonly TransactPut[]): Promise<Transacted> {
+    const versions: string[] = [];
+    const items = puts.map((p) => {
+      const version = `${instance}${(++written).toString(36)}`;
+      versions.push(version);
+      const expiresAt = Math.ceil(Math.max(p.expiresAtMs, p.nowMs) / 1000) + o.ttlMarginSeconds;
+      return {
+        Put: {
+          TableName: table,
+          ...condition(p.seen),
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
+          Item: {
+            [o.partitionKey]: { S: p.k },
+            [VERSION]: { S: version },
+            [STATE]: { S: JSON.stringify(p.state) },
+            [o.ttlAttribute]: { N: String(expiresAt) },
+          },
+        },
+      };
+    });
+    try {
+      await send(new TransactWriteItemsCommand({ TransactItems: items, ReturnConsumedCapacity: "TOTAL" }), "TransactWriteItems");
+      return { ok: true, seen: puts.map((p, i) => ({ version: versions[i], state: p.state, verified: true })) };
+    } catch (error) {
+      const reasons = (error as { CancellationReasons?: { Code?: string; Item?: Record<string, AttributeValue> }[] })?.CancellationReasons;
+      if ((error as Error)?.name !== "TransactionCanceledException" || reasons?.length !== puts.length) throw error;
+      if (!reasons.some((r) => r.Code === "ConditionalCheckFailed")) throw storeError(error, table, "TransactWriteItems");
+      stats.conflicts++;
+      return {
+        ok: false,
+        current: reasons.map((r) => r.Code !== "ConditionalCheckFailed" ? null : r.Item === undefined ? undefined : seenOf(r.Item)),
+      };
+    }
+  }
+  const many = { cache, keyOf, read, write, transact, noTransactions: false };
+  // Compound decisions of this instance run one after another: they share items (a global one)
+  // and would otherwise cancel each other's transactions; other instances' writes still do.
+  let compound: Promise<unknown> = Promise.resolve();
+
   /** Decides `operations` (one item's, in arrival order) together, committed by one conditional write. */
   async function decideBatch(k: string, operations: readonly Operation[]): Promise<StoreResult[]> {
     let seen = cache.get(k) ?? ASSUMED_ABSENT;
@@ -249,6 +308,12 @@ export function dynamoDBStore(options: DynamoDBStoreOptions): DynamoDBStore {
     stats,
     consume: (set, key, cost, nowMs, signal) => run(set, key, cost, nowMs, "consume", undefined, undefined, signal),
     peek: (set, key, nowMs, signal) => run(set, key, 1, nowMs, "peek", undefined, undefined, signal),
+    // A compound decision: one TransactWriteItems over every pair's item (many.ts).
+    consumeMany: (calls, cost, nowMs) => {
+      const step = compound.then(() => consumeMany(many, calls, cost, nowMs));
+      compound = step.catch(() => undefined);
+      return step;
+    },
     refund: async (set, key, cost, nowMs, marks) => {
       await run(set, key, cost, nowMs, "refund", marks);
     },

@@ -1,5 +1,6 @@
 import { kernelProcedures, type Names } from "./sql/kernel.ts";
 import { leaseProcedure } from "./sql/lease.ts";
+import { consumeManyProcedure } from "./sql/many.ts";
 import { publicProcedures } from "./sql/procedures.ts";
 import { sweepProcedure } from "./sql/common.ts";
 import { consumeOneProcedure, ONE_KINDS, oneProcedure } from "./sql/consume-one.ts";
@@ -50,6 +51,7 @@ const PROCEDURES = [
   "penalty",
   "block",
   "lease",
+  "consume_many",
   ...ONE_KINDS.map((k) => oneProcedure(k.code)),
 ];
 
@@ -65,6 +67,7 @@ export function migrationStatements(options: SchemaOptions = {}): string[] {
     sweepProcedure(n),
     ...publicProcedures(n),
     leaseProcedure(n),
+    consumeManyProcedure(n),
     ...ONE_KINDS.map((k) => consumeOneProcedure(n, k)),
   ];
   const statements = [

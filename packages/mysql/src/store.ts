@@ -3,6 +3,7 @@ import {
   FIELDS_PER_POLICY,
   FloodgateError,
   type LeaseRequest,
+  type ManyCall,
   overrideBlocked,
   type PolicyKind,
   type PolicySet,
@@ -30,6 +31,8 @@ export interface MysqlStore extends RateLimitStore {
   block: NonNullable<RateLimitStore["block"]>;
   /** See {@link RateLimitStore.unblock}. */
   unblock: NonNullable<RateLimitStore["unblock"]>;
+  /** Every pair of a compound decision in one CALL: one round trip, one transaction (see {@link RateLimitStore.consumeMany}). */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[]>;
   readonly ownsClock: boolean;
   /**
    * Creates the table when missing and (re)creates the procedures: idempotent, explicit (the
@@ -45,6 +48,8 @@ export interface MysqlStore extends RateLimitStore {
   /** Nothing to release: the client belongs to the caller, who ends it. */
   dispose(): void;
 }
+
+const encoder = new TextEncoder();
 
 /** How long a setup error (no migration, no privilege, read-only server) is answered without asking the server again. */
 const SETUP_HOLD_MS = 5000;
@@ -169,6 +174,34 @@ class MysqlRateLimitStore implements MysqlStore {
 
   reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number, signal?: CallSignal): Promise<StoreResult> {
     return this.#decide(2, set, key, cost, nowMs, checkId(id, "a reservation's"), Math.ceil(ttlMs), signal);
+  }
+
+  async consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[]> {
+    // Sorted by base key: every compound call locks its rows in one order (sql/many.ts).
+    const pairs = calls.map((call, i) => ({ i, base: baseKey(call.set.prefix, call.key), prepared: this.#set(call.set) }))
+      .sort((a, b) => (a.base < b.base ? -1 : a.base > b.base ? 1 : 0));
+    const rows = await this.#call("consumeMany", "consume_many", "", [
+      pairs.map((p) => p.base).join(""),
+      pairs.map((p) => encoder.encode(p.base).length).join(","),
+      pairs.map((p) => p.prepared.kinds).join(","),
+      pairs.map((p) => p.prepared.nums).join(";"),
+      cost,
+      this.#now(nowMs),
+    ], signal);
+    const answers = answerOf(rows)?.split(";");
+    const results: StoreResult[] = new Array(calls.length);
+    if (answers?.length !== pairs.length + 1) throw unexpected("consumeMany", rows, pairs.length);
+    const charged = answers[0] === "1";
+    pairs.forEach((pair, at) => {
+      const numbers = parse(answers[at + 1]);
+      const count = pair.prepared.count;
+      const length = 3 + count * FIELDS_PER_POLICY + (charged ? count : 0);
+      if (numbers === undefined || numbers.length !== length) throw unexpected("consumeMany", rows, length);
+      const result = numbers.slice(2);
+      if (numbers[0]! > 0) overrideBlocked(result, count, numbers[0]!, numbers[1]!);
+      results[pair.i] = result;
+    });
+    return results;
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): Promise<void> {

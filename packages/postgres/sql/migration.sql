@@ -1,4 +1,4 @@
--- Floodgate PostgreSQL store, schema version 1.
+-- Floodgate PostgreSQL store, schema version 2.
 BEGIN;
 SELECT pg_advisory_xact_lock(hashtext('floodgate:floodgate.limits'));
 CREATE SCHEMA IF NOT EXISTS floodgate;
@@ -1507,5 +1507,336 @@ RETURN r;
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION floodgate.limits_version() RETURNS int LANGUAGE sql IMMUTABLE AS $fn$ SELECT 1 $fn$;
+CREATE OR REPLACE FUNCTION floodgate.limits_consume_many(ks text[], kss text[], lims_all float8[], pars_all float8[],
+  blocks_all float8[], cost float8, nw float8) RETURNS float8[]
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  st float8[]; lg float8[]; e float8[]; r float8[]; marks float8[]; rc float8[]; rc_xp float8;
+  found_row boolean; stored_kinds text; bl float8 := 0; xp float8 := 0; ex float8; mk float8; m float8;
+  n int; p int; o int; lo int; i int; cn int; cn0 int; d int; q int; nrows int;
+  kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
+  tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
+  es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
+  k text; kinds text; lims float8[]; pars float8[]; blocks float8[];
+  hk text[] := '{}'; made text[] := '{}'; res float8[]; all_ok boolean := true; j int; po int; np int := cardinality(ks);
+  skd text[]; sts text[]; lgs text[]; bls float8[]; xps float8[]; nst text[]; nlg text[]; nbl float8[]; nxp float8[];
+BEGIN
+FOR j IN 1..np LOOP
+  k := ks[j];
+IF octet_length(k) > 1024 THEN
+  k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
+END IF;
+  hk := hk || k;
+END LOOP;
+FOR j IN SELECT u.o::int FROM unnest(hk) WITH ORDINALITY AS u(x, o) ORDER BY u.x COLLATE "C" LOOP
+  k := hk[j];
+  LOOP
+    SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+      INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+    EXIT WHEN FOUND;
+    INSERT INTO floodgate.limits (key, set_kinds, nums, expires_at_us) VALUES (k, '', '{}', 0) ON CONFLICT (key) DO NOTHING;
+    GET DIAGNOSTICS nrows = ROW_COUNT;
+    IF nrows > 0 THEN
+      made := made || k; stored_kinds := ''; st := '{}'; lg := '{}'; bl := 0; xp := 0;
+      EXIT;
+    END IF;
+  END LOOP;
+  skd[j] := stored_kinds; sts[j] := st::text; lgs[j] := lg::text; bls[j] := bl; xps[j] := xp;
+END LOOP;
+IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
+-- Every pair charged on its state, nothing written yet: the common case, every pair admitted.
+po := 0; res := ARRAY[1]::float8[];
+IF cost <= 0 THEN all_ok := false; END IF;
+FOR j IN 1..np LOOP
+  EXIT WHEN NOT all_ok;
+k := hk[j]; kinds := kss[j]; n := length(kinds);
+lims := lims_all[po + 1 : po + n]; pars := pars_all[po + 1 : po + n];
+blocks := CASE WHEN blocks_all IS NULL THEN NULL ELSE blocks_all[po + 1 : po + n] END;
+tidied := false;
+stored_kinds := skd[j]; st := sts[j]::float8[]; lg := lgs[j]::float8[]; bl := bls[j]; xp := xps[j]; found_row := true;
+IF stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
+  r := array_fill(0::float8, ARRAY[1 + 4 * n]);
+  c := cost; ch := true; expiry := 0; marks := '{}';
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+IF r[i] = 0 THEN all_ok := false; END IF;
+expiry := greatest(expiry, ex); marks := marks || mk;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+  IF bl > nw THEN all_ok := false; END IF;
+  r[1] := 1;
+  res := res || r || marks;
+  nst[j] := st::text; nlg[j] := lg::text; nbl[j] := bl; nxp[j] := greatest(expiry, bl);
+  po := po + n;
+END LOOP;
+IF all_ok THEN
+  FOR j IN 1..np LOOP
+    k := hk[j]; kinds := kss[j]; st := nst[j]::float8[]; lg := nlg[j]::float8[]; bl := nbl[j]; xp := nxp[j]; found_row := true;
+IF found_row THEN
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  nrows := 1;
+ELSE
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+    ON CONFLICT (key) DO NOTHING;
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+END IF;
+  END LOOP;
+ELSE
+  -- Refused: every pair decided again on the state read, charging nothing.
+  res := ARRAY[0]::float8[];
+  po := 0;
+  FOR j IN 1..np LOOP
+k := hk[j]; kinds := kss[j]; n := length(kinds);
+lims := lims_all[po + 1 : po + n]; pars := pars_all[po + 1 : po + n];
+blocks := CASE WHEN blocks_all IS NULL THEN NULL ELSE blocks_all[po + 1 : po + n] END;
+tidied := false;
+stored_kinds := skd[j]; st := sts[j]::float8[]; lg := lgs[j]::float8[]; bl := bls[j]; xp := xps[j]; found_row := true;
+IF stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
+  + (length(kinds) - length(replace(kinds, 'f', '')))]); lg := '{}'; xp := 0; bl := 0; END IF;
+r := array_fill(0::float8, ARRAY[1 + 4 * n]);
+c := CASE WHEN cost > 0 THEN cost ELSE 1 END;
+allowed := true; ch := false;
+o := 1; lo := 0;
+FOR p IN 1..n LOOP
+kd := substr(kinds, p, 1); lim := lims[p]; par := pars[p]; i := 2 + (p - 1) * 4;
+CASE kd
+WHEN 't' THEN
+tat := greatest(st[o], nw);
+nx := tat + c * par;
+IF c <= lim AND nx - nw <= lim * par THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := nx; r[i + 1] := floor((lim * par - (nx - nw)) / par); r[i + 2] := ceil(nx / 1000); mk := nx;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((nx - lim * par - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
+END IF;
+ex := nx;
+WHEN 'f' THEN
+sz := par * 1000;
+ix := greatest(floor(nw / sz), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+we := (ix + 1) * sz;
+r[i + 2] := ceil(we / 1000);
+IF cu + c <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN st[o] := ix; st[o + 1] := cu + c; r[i + 1] := lim - cu - c; mk := ix; END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN c > lim THEN -1 ELSE ceil((we - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN r[i + 1] := greatest(0, lim - cu); END IF;
+ex := we;
+WHEN 's' THEN
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+ELSE
+cn := st[o]::int;
+e := lg[lo + 1 : lo + cn];
+sz := par * 1000;
+cn0 := cn;
+cc := CASE WHEN kd = 'c' THEN 1 ELSE c END;
+tat := CASE WHEN cn > 0 THEN greatest(nw, e[cn]) ELSE nw END;
+d := 0;
+WHILE d < cn AND e[d + 1] <= tat - sz LOOP d := d + 1; END LOOP;
+IF d > 0 THEN e := e[d + 1 : cn]; cn := cn - d; tidied := true; END IF;
+IF cn + cc <= lim THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    e := e || array_fill(tat, ARRAY[cc::int]);
+    r[i + 1] := lim - cn - cc; r[i + 2] := ceil((tat + sz) / 1000); mk := tat;
+  END IF;
+ELSE
+  r[i] := 0;
+  r[i + 3] := CASE WHEN cc > lim THEN -1 ELSE ceil((e[(cn + cc - lim)::int] + sz - nw) / 1000) END;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, lim - cn);
+  r[i + 2] := CASE WHEN cn > 0 THEN ceil((e[cn] + sz) / 1000) ELSE ceil(nw / 1000) END;
+END IF;
+ex := tat + sz;
+lg := lg[1 : lo] || e || lg[lo + cn0 + 1 :];
+st[o] := cardinality(e);
+lo := lo + cardinality(e);
+END CASE;
+IF r[i] = 0 THEN allowed := false; END IF;
+o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
+END LOOP;
+r[1] := CASE WHEN allowed AND bl <= nw THEN 1 ELSE 0 END;
+    IF bl > nw THEN
+FOR p IN 1..n LOOP
+  i := 2 + (p - 1) * 4;
+  r[i] := 0; r[i + 1] := 0;
+  IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
+  IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
+END LOOP;
+      IF tidied AND stored_kinds = kinds THEN UPDATE floodgate.limits s SET nums = st, logs = nullif(lg, '{}') WHERE s.key = k; END IF;
+    ELSE
+      bm := 0;
+      IF r[1] = 0 AND cost > 0 AND blocks IS NOT NULL THEN
+        FOR p IN 1..n LOOP
+          IF r[2 + (p - 1) * 4] = 0 AND blocks[p] > bm THEN bm := blocks[p]; END IF;
+        END LOOP;
+      END IF;
+      IF bm > 0 THEN
+        bl := nw + bm * 1000;
+        xp := greatest(xp, bl);
+FOR p IN 1..n LOOP
+  i := 2 + (p - 1) * 4;
+  r[i] := 0; r[i + 1] := 0;
+  IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
+  IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
+END LOOP;
+IF found_row THEN
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  nrows := 1;
+ELSE
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+    ON CONFLICT (key) DO NOTHING;
+  GET DIAGNOSTICS nrows = ROW_COUNT;
+END IF;
+      ELSIF tidied AND stored_kinds = kinds THEN
+        UPDATE floodgate.limits s SET nums = st, logs = nullif(lg, '{}') WHERE s.key = k;
+      END IF;
+    END IF;
+    res := res || r;
+    po := po + n;
+  END LOOP;
+END IF;
+DELETE FROM floodgate.limits s WHERE s.key = ANY(made) AND s.set_kinds = '';
+RETURN res;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_version() RETURNS int LANGUAGE sql IMMUTABLE AS $fn$ SELECT 2 $fn$;
 COMMIT;

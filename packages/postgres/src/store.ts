@@ -4,6 +4,7 @@ import {
   FloodgateError,
   leasedLimits,
   type LeaseRequest,
+  type ManyCall,
   type Policy,
   type PolicyKind,
   type PolicySet,
@@ -22,6 +23,8 @@ export interface PostgresStore extends RateLimitStore {
   readonly client: "pg" | "postgres";
   /** The schema and table names the store uses. */
   readonly names: SqlNames;
+  /** Every pair of a compound decision in one call of one function: one round trip, one transaction. */
+  consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[]>;
   /**
    * Creates or upgrades the schema, tables and functions (idempotent, in one transaction; see
    * {@link migrationSql}). Run it once at deploy time, from a role allowed to create them; the
@@ -44,7 +47,7 @@ export interface PostgresStore extends RateLimitStore {
 }
 
 /** The store's functions, one statement each. */
-type Fn = "consume" | "refund" | "settle" | "admin" | "lease" | "sweep" | "version";
+type Fn = "consume" | "consumeMany" | "refund" | "settle" | "admin" | "lease" | "sweep" | "version";
 
 /** What a call needs of a policy set, computed once per set. */
 interface Prepared {
@@ -102,6 +105,7 @@ class PgStore implements PostgresStore {
         "consume",
         "$1::text, $2::text, $3::float8[], $4::float8[], $5::float8[], $6::float8, $7::float8, $8::text, $9::float8, $10::int",
       ),
+      consumeMany: f("consume_many", "$1::text[], $2::text[], $3::float8[], $4::float8[], $5::float8[], $6::float8, $7::float8"),
       refund: f("refund", "$1::text, $2::text, $3::float8[], $4::float8[], $5::float8, $6::float8, $7::float8[]"),
       settle: f("settle", "$1::text, $2::text, $3::float8[], $4::float8[], $5::text, $6::float8, $7::float8"),
       admin: f("admin", "$1::text, $2::text, $3::float8[], $4::float8[], $5::text, $6::float8, $7::float8"),
@@ -124,6 +128,50 @@ class PgStore implements PostgresStore {
 
   reserve(set: PolicySet, key: string, cost: number, nowMs: number, id: string, ttlMs: number): Promise<StoreResult> {
     return this.#decide("reserve", set, key, cost, nowMs, id, ttlMs);
+  }
+
+  /**
+   * Every pair in one call of `<table>_consume_many`: one round trip, one transaction, the rows
+   * locked in key order (see sql/many.ts).
+   */
+  async consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number): Promise<StoreResult[]> {
+    const keys: string[] = [];
+    const kinds: string[] = [];
+    const lims: string[] = [];
+    const pars: string[] = [];
+    const blocks: string[] = [];
+    let blocking = false;
+    let total = 0;
+    const prepared = calls.map((call) => {
+      const p = this.#prepare(call.set);
+      keys.push(keyOf(call.set.prefix, call.key));
+      kinds.push(p.kinds);
+      lims.push(p.lims.slice(1, -1));
+      pars.push(p.pars.slice(1, -1));
+      for (const policy of p.policies) blocks.push(String(policy.blockMs));
+      blocking ||= p.blocks !== null;
+      total += p.count;
+      return p;
+    });
+    const reply = await this.#call("consumeMany", [
+      texts(keys),
+      texts(kinds),
+      `{${lims.join(",")}}`,
+      `{${pars.join(",")}}`,
+      blocking ? `{${blocks.join(",")}}` : null,
+      cost,
+      this.#now(nowMs),
+    ]);
+    const charged = Array.isArray(reply) && reply[0] === 1;
+    const flat = this.#result("consumeMany", reply, 1 + calls.length + total * FIELDS_PER_POLICY + (charged ? total : 0));
+    const results: StoreResult[] = [];
+    let at = 1;
+    for (const p of prepared) {
+      const length = 1 + p.count * FIELDS_PER_POLICY + (charged ? p.count : 0);
+      results.push(flat.slice(at, at + length));
+      at += length;
+    }
+    return results;
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): Promise<void> {

@@ -12,6 +12,7 @@ import {
   upstashStore,
   withRateLimit,
 } from "@floodgate/core";
+import { calendarRoute } from "../calendar-route.ts";
 
 declare const __STORE__: "memory" | "upstash";
 declare const __BRIDGE_URL__: string;
@@ -62,8 +63,12 @@ function streamed(info: RateLimitInfo | undefined): Response {
   );
 }
 
+// `/calendar`: calendar windows decided with the edge runtime's `Intl` (see ../calendar-route.ts).
+const calendar = calendarRoute(store, "edge-calendar:");
+
 addEventListener("fetch", (event) => {
   const path = new URL(event.request.url).pathname;
+  if (path === "/calendar") return event.respondWith(calendar(event.request));
   if (path === "/settle/peek") {
     return event.respondWith(peeker.peek("edge-key").then((d) => Response.json({ remaining: d.remaining, handed })));
   }

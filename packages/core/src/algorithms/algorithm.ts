@@ -142,6 +142,12 @@ export interface Algorithm {
    * have written: `apply` and `refund` may assume it. Every number is already known to be finite.
    */
   accepts(s: Float64Array, o: number, log: number[] | undefined): boolean;
+  /**
+   * Optional, for a kind whose windows differ in length (a calendar window's days, weeks and
+   * months): the length in ms of the window that ends at `resetAt` (epoch ms), which the
+   * `RateLimit-Policy` header reports. Absent: every window is `windowMs` long.
+   */
+  windowMsAt?(p: Policy, resetAt: number): number;
 }
 
 /**

@@ -86,6 +86,11 @@ export const CALENDAR_WINDOW: CalendarAlgorithm = {
     return span.end * 1000;
   }),
   accepts: (s, o) => Number.isSafeInteger(s[o]) && s[o]! >= 0 && Number.isSafeInteger(s[o + 1]) && s[o + 1]! >= 0,
+  // The period that ends at `resetAt`: a 23-hour day, February, the billing cycle as it falls.
+  windowMsAt(p, resetAt) {
+    const span = periodAt(p.calendar!, resetAt - 1);
+    return span.end - span.start;
+  },
 };
 
 /** Options of {@link calendarWindow}. */

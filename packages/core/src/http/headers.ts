@@ -1,3 +1,4 @@
+import { algorithmOf } from "../algorithms/algorithm.ts";
 import type { Decision } from "../limiter/index.ts";
 import type { Policy } from "../policy.ts";
 import { holdsInFlight } from "./in-flight.ts";
@@ -91,7 +92,7 @@ export function reportedFigures(policies: readonly Policy[]): (decision: Decisio
   };
 }
 
-const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0 : Math.ceil((atMs - nowMs) / 1000));
+export const secondsUntil = (atMs: number, nowMs: number): number => (atMs <= nowMs ? 0 : Math.ceil((atMs - nowMs) / 1000));
 
 /**
  * Whole seconds, rounded up, a 429 tells the client to wait (at least 1): the longest wait of the
@@ -113,9 +114,33 @@ export function retryAfterSeconds(decision: Decision, policies: readonly Policy[
   return seconds;
 }
 
+/** Whole seconds of a window, at least 1. */
+const windowSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * Per policy, its `RateLimit-Policy` text (`make(p, w)`) for a decision's `resetAt`: made once for
+ * a kind whose windows all have one length; for one whose windows differ in length (a calendar
+ * window: a 23-hour day, February, a billing cycle), with the length of the window ending at
+ * `resetAt`, made again only when `resetAt` changes (once a period).
+ */
+function policyTexts(policies: readonly Policy[], make: (p: Policy, w: number) => string): ((resetAt: number) => string)[] {
+  return policies.map((p) => {
+    const fixed = make(p, windowSeconds(p.windowMs));
+    const at = algorithmOf(p)?.windowMsAt;
+    if (at === undefined) return () => fixed;
+    let last = NaN;
+    let text = fixed;
+    return (resetAt) => {
+      if (resetAt !== last) text = (last = resetAt) > 0 && resetAt < Infinity ? make(p, windowSeconds(at(p, resetAt))) : fixed;
+      return text;
+    };
+  });
+}
+
 /**
  * Precomputes, once per rule, every constant part of its headers (policy lists, quoted names,
- * window seconds) and returns a writer that only fills in the numbers per request.
+ * window seconds) and returns a writer that only fills in the numbers per request (and the window
+ * of a policy whose windows differ in length).
  */
 export function createHeaderWriter(
   formats: readonly HeaderFormat[],
@@ -123,9 +148,9 @@ export function createHeaderWriter(
   legacyReset: "epoch" | "delta",
 ): HeaderWriter | undefined {
   if (formats.length === 0) return undefined;
-  const windowSeconds = (p: Policy): number => Math.max(1, Math.ceil(p.windowMs / 1000));
-  const shortPolicy = new Map(policies.map((p) => [p.name, `${p.limit};${WINDOW}=${windowSeconds(p)}`]));
-  const shortOf = (d: ReportedFigures): string => shortPolicy.get(d.policy) ?? "";
+  const short = policyTexts(policies, (p, w) => `${p.limit};${WINDOW}=${w}`);
+  const index = new Map(policies.map((p, i) => [p.name, i]));
+  const shortOf = (d: ReportedFigures): string => short[index.get(d.policy) ?? -1]?.(d.resetAt) ?? "";
   const figures = reportedFigures(policies);
   // The limit's text, made once: a policy's limit does not change.
   const first = policies[0]!;
@@ -143,11 +168,16 @@ export function createHeaderWriter(
     return epochText;
   };
   // A limit of requests in flight: its quota unit, and no window (its timeout is not one).
-  const ietfPolicy = policies.map((p) =>
-    holdsInFlight(p)
-      ? `"${p.name}";${QUOTA}=${p.limit};${QUOTA_UNIT}="concurrent-requests"`
-      : `"${p.name}";${QUOTA}=${p.limit};${WINDOW}=${windowSeconds(p)}`
-  ).join(", ");
+  const ietf = policyTexts(
+    policies,
+    (p, w) =>
+      holdsInFlight(p)
+        ? `"${p.name}";${QUOTA}=${p.limit};${QUOTA_UNIT}="concurrent-requests"`
+        : `"${p.name}";${QUOTA}=${p.limit};${WINDOW}=${w}`,
+  );
+  // Every window of one length: the whole header's text made once.
+  const ietfConstant = policies.every((p) => algorithmOf(p)?.windowMsAt === undefined) ? ietf.map((t) => t(0)).join(", ") : undefined;
+  const ietfPolicy = (d: Decision): string => ietfConstant ?? d.policies.map((p, i) => ietf[i]!(p.resetAt)).join(", ");
   const ietfPrefix = policies.map((p) => `"${p.name}";${REMAINING}=`);
   const single = policies.length === 1;
   const writers: HeaderWriter[] = [];
@@ -197,7 +227,7 @@ export function createHeaderWriter(
       writers.push(
         single
           ? (d, now, out) => {
-            out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, entry(0, d.remaining, d.resetAt, d.retryAfterMs, now));
+            out.push(RATE_LIMIT_POLICY, ietfPolicy(d), RATE_LIMIT, entry(0, d.remaining, d.resetAt, d.retryAfterMs, now));
           }
           : (d, now, out) => {
             let value = "";
@@ -206,7 +236,7 @@ export function createHeaderWriter(
               const p = all[i]!;
               value += (i === 0 ? "" : ", ") + entry(i, p.remaining, p.resetAt, p.retryAfterMs, now);
             }
-            out.push(RATE_LIMIT_POLICY, ietfPolicy, RATE_LIMIT, value);
+            out.push(RATE_LIMIT_POLICY, ietfPolicy(d), RATE_LIMIT, value);
           },
       );
     }

@@ -1,6 +1,7 @@
 import type { FloodgateError } from "../errors.ts";
 import type { Decision, PolicyWarning } from "../limiter/types.ts";
 import type { StoreSource } from "../stores/store.ts";
+import type { DimensionDecision } from "../compound/types.ts";
 
 /*
  * What a request's decision looks like to hooks, handlers and the app: plain types.
@@ -53,6 +54,14 @@ export interface RateLimitInfo extends Omit<Decision, "source"> {
   readonly shadowPolicy: string | undefined;
   /** The warning thresholds (`warnAt`) this request crossed (usually empty). */
   readonly warnings: readonly PolicyWarning[];
+  /**
+   * For a rule with `dimensions`: the binding dimension, the one that refused the request (or,
+   * admitted, the one with the fewest units left), whose figures `limit`, `remaining`, `resetAt`
+   * and `retryAfterMs` are. `undefined` for a rule of one key, and when no store answered.
+   */
+  readonly dimension?: string | undefined;
+  /** For a rule with `dimensions`: every dimension's key and figures, by name; else `undefined`. */
+  readonly dimensions?: Readonly<Record<string, DimensionDecision>> | undefined;
   /**
    * Everything Floodgate still does for this request after the response: the settlement of a
    * cost settled later, the release of a concurrency unit, a `skipSuccessfulRequests` refund, a

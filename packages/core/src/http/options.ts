@@ -30,6 +30,7 @@ import { type ProxyHeader, type TrustProxy, trustProxySpec } from "./client-ip.t
 import { DEFAULT_HEADER_FORMATS, type HeaderFormat } from "./headers.ts";
 import { parseIp, parseRange } from "./ip.ts";
 import { checkRuleOptions } from "./rule-options.ts";
+import type { RuleDimensions } from "./dimensions/contract.ts";
 import { WARN_AT } from "../limiter/warn-at.ts";
 import type { RolloutOptions } from "./rollout-options.ts";
 import type { RateLimitInfo } from "./info.ts";
@@ -90,6 +91,11 @@ export interface RuleOptions<Raw = unknown> extends RolloutOptions {
   key?: KeyFunction<Raw>;
   /** This rule's cost (default: the top-level `cost`, then 1). */
   cost?: Cost<Raw>;
+  /**
+   * Instead of `policy` or `limiter`: several keys, each with its own policy, decided together
+   * (all or nothing), as `dimensions({ user: { key, policy }, org: { key, policy } })` makes them.
+   */
+  dimensions?: RuleDimensions;
 }
 
 /** A rule: a policy, several policies, or {@link RuleOptions}. */
@@ -251,6 +257,7 @@ function specs(): OptionSpecs {
     shadowHeaders: isBoolean,
     shadowPolicy: isPolicies,
     warnAt: WARN_AT[0],
+    dimensions: isFunction,
   });
   const isFormat = oneOf(FORMATS);
   const isBreaker = objectOf({ failures: whole(1), cooldownMs: whole(1), maxCooldownMs: whole(1) });

@@ -257,7 +257,7 @@ export function createHttpRateLimiter<Raw>(
       const outcome: StoreOutcome = isThenable(answer) ? await answer : answer;
       // Shadow mode, or outside the enforced fraction: decided and charged, never refused.
       const enforced = rule.enforced === undefined || rule.enforced(key);
-      const info = new RequestRateLimitInfo(outcome, key, rule.name, cost, counted.figures, enforced);
+      const info = new (counted.Info ?? RequestRateLimitInfo)(outcome, key, rule.name, cost, counted.figures, enforced);
       const decision = outcome.decision;
       // Leased mode: a lease refresh this decision started is work after the response too.
       if (decision?.source === "lease") {

@@ -7,7 +7,19 @@ import { closest, isRecord } from "../validation.ts";
 // in the error, with what to write instead when another library has it (`{ limit: 5 }` as
 // express-rate-limit writes a limit), rather than the whole `rules` map described.
 
-const RULE_OPTIONS = ["policy", "limiter", "store", "key", "cost", "shadow", "enforce", "shadowHeaders", "shadowPolicy", "warnAt"];
+const RULE_OPTIONS = [
+  "policy",
+  "limiter",
+  "store",
+  "key",
+  "cost",
+  "shadow",
+  "enforce",
+  "shadowHeaders",
+  "shadowPolicy",
+  "warnAt",
+  "dimensions",
+];
 
 /** Throws INVALID_OPTION (prefixed `where`) for the first option a rule of `rules` does not take. */
 export function checkRuleOptions(rules: unknown, where: string): void {

@@ -23,13 +23,20 @@ import { type Enforcement, enforcementOf } from "./enforcement.ts";
 import { holdsInFlight } from "./in-flight.ts";
 import { compareSpecificity, compilePattern, matchesPattern, normalizeRoutePath, type RoutePattern } from "./routes.ts";
 import type { StoreErrorHandling } from "./store-errors.ts";
+import type { RequestRateLimitInfo } from "./result.ts";
 
 // Rules: the limiter, key, cost and header writer each rule compiles to, and the rule a request
 // matches (patterns in routes.ts).
 
+/**
+ * What a rule counts in: a limiter behind the store-error handling (a {@link FailoverLimiter}),
+ * or the same calls over a rule's dimensions (dimensions/compound-counter.ts).
+ */
+export type RuleCounter = Pick<FailoverLimiter, "consume" | "reserve" | "finish" | "refund" | "openForMs" | "flush" | "reset" | "limiter">;
+
 /** A limiter a rule counts in, behind the store-error handling, with its header writer. */
 export interface RuleLimiter {
-  readonly limiter: FailoverLimiter;
+  readonly limiter: RuleCounter;
   readonly policies: readonly Policy[];
   /**
    * Whether requests are reserved and settled when the response ends rather than charged at
@@ -39,6 +46,8 @@ export interface RuleLimiter {
   readonly writeHeaders: HeaderWriter | undefined;
   /** Which policy a decision's `limit`, `remaining` and `resetAt` describe (see `reportedFigures`). */
   readonly figures: (decision: Decision) => ReportedFigures;
+  /** The decision info's class, when not {@link RequestRateLimitInfo} (a rule with `dimensions` reports theirs). */
+  readonly Info?: typeof RequestRateLimitInfo;
   /** Requests already counted under this limiter's store and prefix, for the double-count warning. */
   readonly seen: WeakSet<object>;
   /** How many requests have been looked up in `seen` so far. */
@@ -76,6 +85,21 @@ export interface CompiledRule<Raw> {
   /** Whether requests in shadow get the rate-limit headers. */
   readonly shadowHeaders: boolean;
 }
+
+/** What a compiled rule is besides its limiter: its name, pattern, key, cost and rollout. */
+export type RuleBase<Raw> = Omit<CompiledRule<Raw>, "single" | "policyOf" | "limiterFor" | "limiters">;
+
+/**
+ * What a rule's `dimensions` value is to this module (see dimensions/contract.ts): called once
+ * per rule with what was compiled of it, the rule's options, the middleware's and the context;
+ * returns the compiled rule.
+ */
+export type RuleCompiler = <Raw>(
+  base: RuleBase<Raw>,
+  rule: RuleOptions<Raw>,
+  options: HttpRateLimitOptions<Raw>,
+  context: RuleContext,
+) => CompiledRule<Raw>;
 
 /** Most policy sets one rule's `policy` function keeps a limiter for; the least recently used goes first. */
 export const MAX_POLICY_SETS = 1000;
@@ -159,7 +183,7 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
 
   const compile = (name: string, rule: Rule<Raw>): CompiledRule<Raw> => {
     const r: RuleOptions<Raw> = isPolicy(rule) || Array.isArray(rule) ? { policy: rule as Policy | Policy[] } : rule as RuleOptions<Raw>;
-    if ((r.limiter === undefined) === (r.policy === undefined)) {
+    if (r.dimensions === undefined && (r.limiter === undefined) === (r.policy === undefined)) {
       throw invalidHttpOption(`rules.${name}`, rule, `${RULE_ACCEPTED}, with exactly one of \`policy\` and \`limiter\``);
     }
     // The pattern first: its errors say what is wrong with the rule, not with a prefix made of it.
@@ -199,6 +223,8 @@ export function compileRules<Raw>(o: HttpRateLimitOptions<Raw>, context: RuleCon
       enforced: enforcementOf(r, o, name),
       shadowHeaders: r.shadowHeaders ?? o.shadowHeaders ?? false,
     };
+    // A rule over several keys compiles itself (dimensions/): an app without one bundles none of it.
+    if (r.dimensions !== undefined) return (r.dimensions as unknown as RuleCompiler)(base, r, o, context);
     if (typeof r.policy !== "function") {
       const single = r.limiter !== undefined
         ? ruleLimiter(r.limiter, settled !== undefined)

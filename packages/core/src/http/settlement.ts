@@ -3,7 +3,7 @@ import type { Reservation } from "../limiter/index.ts";
 import { isThenable } from "../stores/store.ts";
 import type { EndedResponse, RateLimitRequest, SettledCost } from "./options.ts";
 import type { RequestEnd, RequestRateLimitInfo } from "./result.ts";
-import type { FailoverLimiter } from "./failover.ts";
+import type { RuleCounter } from "./rules.ts";
 import type { StoreOutcome } from "./store-errors.ts";
 import type { Warnings } from "./warnings.ts";
 
@@ -28,7 +28,7 @@ const isUnits = (n: unknown): n is number => typeof n === "number" && Number.isI
  * estimate settled instead.
  */
 export function reservationEnd<Raw>(
-  limiter: FailoverLimiter,
+  limiter: RuleCounter,
   outcome: StoreOutcome & { readonly reservation: Reservation },
   info: RequestRateLimitInfo,
   req: RateLimitRequest<Raw>,

@@ -1,6 +1,7 @@
 import { FIELDS_PER_POLICY } from "../algorithms/algorithm.ts";
 import type { Decision } from "../limiter/types.ts";
 import type { LeaseRequest, PolicySet, RateLimitStore, StoreResult } from "../stores/store.ts";
+import { type KeyLeases, type Lease, monotonic, newId, newKeyLeases } from "./key-state.ts";
 import { leaseHorizonMs } from "./rules.ts";
 
 /*
@@ -35,59 +36,12 @@ export interface LeaseDeps {
   /** The store reads time itself: check the monotonic clock too. */
   readonly ownsClock: boolean;
   readonly lifeMs: number;
+  /** The longest a decision waits on a store call another decision made (the store's deadline), ms. */
+  readonly waitMs: number;
   /** Builds a decision from flat figures (and marks, when charged), as the limiter does. */
   toDecision(result: StoreResult, cost: number): Decision;
   /** Makes `refresh` the decision's `pending`. */
   setPending(decision: Decision, refresh: Promise<void>): void;
-}
-
-/** One lease held by this instance. */
-interface Lease {
-  readonly id: string;
-  units: number;
-  readonly granted: number;
-  /** When the request that brought it was sent (the limiter's clock). */
-  readonly sentWall: number;
-  readonly deadlineMono: number;
-  readonly deadlineWall: number;
-  /** Its life was cut short by the end of a window: a refresh before that end would get little. */
-  readonly cut: boolean;
-  readonly marks: readonly number[];
-  /** The store's remaining and resetAt per policy when granted. */
-  readonly remaining: readonly number[];
-  readonly resetAt: readonly number[];
-}
-
-interface KeyLeases {
-  current: Lease | undefined;
-  next: Lease | undefined;
-  /** Leases done with, whose unspent units go back with the next store calls. */
-  returns: { id: string; unspent: number }[];
-  inflight: Promise<unknown> | undefined;
-  multiplier: number;
-  /** Units per second through this instance, smoothed; -1 until measured. */
-  rate: number;
-  /** Units served and ms elapsed between store calls, each smoothed. */
-  servedAvg: number;
-  elapsedAvg: number;
-  servedSince: number;
-  lastCallAt: number;
-  /** Store round trip, smoothed (ms); 0 until measured. */
-  rttMs: number;
-  hint: number[];
-  hintReset: number[];
-}
-
-const monotonic = (): number => globalThis.performance?.now?.() ?? Date.now();
-
-let counter = 0;
-/** A lease id unique across instances: 64 random bits and a counter. */
-function newId(): string {
-  const bytes = new Uint8Array(8);
-  globalThis.crypto.getRandomValues(bytes);
-  let id = "";
-  for (const b of bytes) id += (b < 16 ? "0" : "") + b.toString(16);
-  return `${id}${(counter++).toString(36)}`;
 }
 
 /** The margin kept before a lease's end: see {@link LEASE_MARGIN_MS} and {@link LEASE_DRIFT}. */
@@ -142,21 +96,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     let k = keys.get(key);
     if (k === undefined) {
       if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value as string);
-      k = {
-        current: undefined,
-        next: undefined,
-        returns: [],
-        inflight: undefined,
-        multiplier: 1,
-        rate: -1,
-        servedAvg: 0,
-        elapsedAvg: 0,
-        servedSince: 0,
-        lastCallAt: NaN,
-        rttMs: 0,
-        hint: [],
-        hintReset: [],
-      };
+      k = newKeyLeases();
       keys.set(key, k);
     }
     return k;
@@ -250,8 +190,14 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
       : { cost, want, lifeMs, minLifeMs, id, returns };
     const sentMono = monotonic();
     const sentWall = clock();
+    let abandoned = false;
     const pending = Promise.resolve(store.lease!(set, key, request, sentWall)).then(
       (result) => {
+        if (abandoned) {
+          // Given up on (awaitCall): its returns were queued again; a lease it brought goes back whole.
+          if (result[figures + count]! > 0) k.returns.push({ id, unspent: Number.MAX_SAFE_INTEGER });
+          return result;
+        }
         if (result[result.length - 1] === 0) {
           // Answered by the deny cache, which sends nothing: the returns go with a later call.
           if (returns.length > 0) k.returns.unshift(...returns);
@@ -266,16 +212,45 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
         // The returns may or may not have run: sent again, they give back nothing twice (the
         // records are gone). The failed call itself may have charged a lease no one holds: it
         // goes back whole with the next call, by its id (nothing, if it never ran).
-        k.returns.unshift(...returns, { id, unspent: Number.MAX_SAFE_INTEGER });
+        if (!abandoned) k.returns.unshift(...returns, { id, unspent: Number.MAX_SAFE_INTEGER });
         throw error;
       },
     );
     k.inflight = pending;
+    k.inflightSent = sentMono;
     const clear = (): void => {
       if (k.inflight === pending) k.inflight = undefined;
     };
+    k.abandon = () => {
+      abandoned = true;
+      clear();
+      k.returns.unshift(...returns, { id, unspent: Number.MAX_SAFE_INTEGER });
+    };
     pending.then(clear, clear);
     return pending;
+  };
+
+  /**
+   * Waits for the store call in flight on `k`, on a timer of the waiting decision's own, at most
+   * until the store's deadline after the call was sent. The decision that made the call may be
+   * gone with its I/O (a Worker's request ends with its response, or when its client leaves), and
+   * its call then never settles: past the deadline it is given up on, as a failed call is (what it
+   * carried and the lease it may have brought go back with the next call), and the waiter calls
+   * the store itself.
+   */
+  const awaitCall = (k: KeyLeases): Promise<void> => {
+    const inflight = k.inflight!;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        if (k.inflight === inflight) k.abandon();
+        resolve();
+      }, Math.max(0, k.inflightSent + deps.waitMs - monotonic()));
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      inflight.then(done, done);
+    });
   };
 
   /** A lease asked for in the background; none when no lease is worth asking for and nothing is to go back. */
@@ -324,7 +299,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
 
   const viaStore = async (key: string, k: KeyLeases, cost: number): Promise<Decision> => {
     while (k.inflight !== undefined) {
-      await k.inflight.then(() => undefined, () => undefined);
+      await awaitCall(k);
       const lease = take(k, cost);
       if (lease !== undefined) return spend(key, k, lease, cost);
     }
@@ -354,7 +329,7 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
       const all: Promise<void>[] = [];
       for (const [key, k] of keys) {
         all.push((async () => {
-          while (k.inflight !== undefined) await k.inflight.then(() => undefined, () => undefined);
+          while (k.inflight !== undefined) await awaitCall(k);
           for (const lease of [k.current, k.next]) {
             if (lease !== undefined) k.returns.push({ id: lease.id, unspent: lease.units });
             if (lease !== undefined) lease.units = 0;

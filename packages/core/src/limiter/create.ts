@@ -5,6 +5,7 @@ import { checkLeasable } from "../leases/rules.ts";
 import { DEFAULT_LEASE_MS, type LeasedDecider, leasedDecider } from "../leases/decider.ts";
 import { memoryStore } from "../stores/memory-store.ts";
 import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "../stores/resilient-store.ts";
+import { DEFAULT_TIMEOUT_MS } from "../stores/resilience/options.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "../duration.ts";
 import { MAX_BLOCK_MS } from "../algorithms/window-options.ts";
 import type { Policy } from "../policy.ts";
@@ -57,6 +58,10 @@ function guardedStore(store: RateLimitStore, resilience: false | ResilientStoreO
   if (guarded === undefined) defaultResilient.set(store, guarded = resilientStore(store));
   return guarded;
 }
+
+/** How long a leased decision waits on a store call another decision made: the call's deadline (the default one when none is set). */
+const waitMsOf = (resilience: false | ResilientStoreOptions | undefined): number =>
+  typeof resilience === "object" && typeof resilience.timeoutMs === "number" ? resilience.timeoutMs : DEFAULT_TIMEOUT_MS;
 
 /**
  * Creates a rate limiter. Several policies (e.g. 10 per second AND 1000 per day) are checked in
@@ -153,7 +158,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
   const leased: LeasedDecider | undefined =
     o.mode === "leased" && checkLeasable("createRateLimiter()", policies, leaseMs) && typeof unwrapStore(bare).lease === "function"
-      ? leasedDecider({ store, set, clock, ownsClock: bare.ownsClock === true, lifeMs: leaseMs, toDecision, setPending })
+      ? leasedDecider({
+        store,
+        set,
+        clock,
+        ownsClock: bare.ownsClock === true,
+        lifeMs: leaseMs,
+        waitMs: waitMsOf(o.resilience),
+        toDecision,
+        setPending,
+      })
       : undefined;
 
   const decideNow = (key: string, options?: LimitOptions): Decision | Promise<Decision> => {

@@ -15,8 +15,8 @@ import type { Names } from "./kernel.ts";
 
 const BLOCK_KEY = "CONCAT(bs, ':b')";
 
-/** Writes the key's block row: blocked until `bu`. */
-const writeBlock = (n: Names): string =>
+/** Writes the key's block row: blocked until `bu` (the compound procedure's too). */
+export const writeBlock = (n: Names): string =>
   `INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us) VALUES (${BLOCK_KEY}, 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
 `;

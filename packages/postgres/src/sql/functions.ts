@@ -2,6 +2,7 @@ import { APPLY, REFUND, SETTLE } from "./algorithms.ts";
 import { DECLARE, EACH, LONG_KEY, NOW, READ, WRITE } from "./common.ts";
 import { FAST_PATH } from "./fast.ts";
 import { LEASE_FUNCTION } from "./lease.ts";
+import { CONSUME_MANY_FUNCTION } from "./many.ts";
 
 /*
  * The store's functions: each operation is one call of one PL/pgSQL function, one round trip,
@@ -200,4 +201,4 @@ $fn$;
 `;
 
 /** Every function of the store, in the order the migration creates them. */
-export const FUNCTIONS: readonly string[] = [CONSUME, REFUND_FN, SETTLE_FN, ADMIN_FN, SWEEP_FN, LEASE_FUNCTION];
+export const FUNCTIONS: readonly string[] = [CONSUME, REFUND_FN, SETTLE_FN, ADMIN_FN, SWEEP_FN, LEASE_FUNCTION, CONSUME_MANY_FUNCTION];

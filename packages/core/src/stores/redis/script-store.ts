@@ -63,9 +63,14 @@ export const SCRIPT_STORE_OPTIONS: OptionSpecs = {
 
 type Op = "consume" | "peek" | "refund";
 
+/** Whether a store's server is known to hold a script: until then, and after a NOSCRIPT, calls EVAL. */
+type ScriptGate = { loaded: boolean };
+
 /** Everything about a policy set a call needs, computed once per set. */
 interface Prepared {
   readonly script: LuaScript;
+  /** Whether this store's server is known to hold `script` (shared by every set on it). */
+  readonly gate: ScriptGate;
   readonly count: number;
   /** ARGV after the cost: per policy (kind letter in the multi script,) limit, parameter. */
   readonly tail: readonly string[];
@@ -124,6 +129,7 @@ export class ScriptStore implements RedisScriptStore {
   readonly #transport: ScriptTransport;
   readonly #prepared = new WeakMap<PolicySet, Prepared>();
   readonly #compound: CompoundState = { cluster: false };
+  readonly #gates = new Map<string, ScriptGate>();
 
   constructor(name: string, transport: ScriptTransport, options: ScriptStoreOptions) {
     this.name = name;
@@ -273,23 +279,28 @@ export class ScriptStore implements RedisScriptStore {
     }
   }
 
+  /**
+   * EVAL, which runs the script and loads it, for a call made while the server is not known to
+   * hold it (a new store, or after a NOSCRIPT). Calls made together at a start then cost one
+   * command each, not an EVALSHA answered NOSCRIPT and an EVAL each.
+   */
+  async #eval(script: LuaScript, keys: string[], args: readonly string[], op: string, gate: ScriptGate): Promise<unknown> {
+    try {
+      const reply = await this.#transport.eval(script.source, keys, args);
+      gate.loaded = true;
+      return reply;
+    } catch (error) {
+      throw storeError(this.name, op, error);
+    }
+  }
+
   /** A penalty ("p") or a manual block ("b"), in the admin script. */
   async #admin(set: PolicySet, key: string, op: "p" | "b", amount: number, nowMs: number): Promise<void> {
     const prepared = this.#prepared.get(set) ?? this.#prepare(set);
     const keys = keysOf(baseKey(set.prefix, key), prepared.count);
     const args = [op, String(amount), this.ownsClock ? "" : String(toMicros(nowMs)), ...multiTailOf(prepared, nowMs)];
     const script = luaScripts().admin;
-    const what = op === "p" ? "penalty" : "block";
-    try {
-      await this.#transport.evalsha(script.sha, keys, args);
-    } catch (error) {
-      if (!isNoScript(error)) throw storeError(this.name, what, error);
-      try {
-        await this.#transport.eval(script.source, keys, args);
-      } catch (retryError) {
-        throw storeError(this.name, what, retryError);
-      }
-    }
+    await this.#script(script, keys, args, op === "p" ? "penalty" : "block");
   }
 
   /**
@@ -321,17 +332,20 @@ export class ScriptStore implements RedisScriptStore {
       args = list;
     }
     const script = prepared.script;
+    const gate = prepared.gate;
     let reply: unknown;
-    try {
-      reply = await this.#transport.evalsha(script.sha, keys, args);
-    } catch (error) {
-      if (!isNoScript(error)) throw storeError(this.name, op, error);
-      if (signal?.aborted === true) throw abandoned(this.name, op);
+    if (gate.loaded) {
       try {
-        reply = await this.#transport.eval(script.source, keys, args);
-      } catch (retryError) {
-        throw storeError(this.name, op, retryError);
+        reply = await this.#transport.evalsha(script.sha, keys, args);
+      } catch (error) {
+        if (!isNoScript(error)) throw storeError(this.name, op, error);
+        // The server lost its scripts (a restart, SCRIPT FLUSH, a failover): EVAL until one loads it.
+        gate.loaded = false;
+        if (signal?.aborted === true) throw abandoned(this.name, op);
+        reply = await this.#eval(script, keys, args, op, gate);
       }
+    } else {
+      reply = await this.#eval(script, keys, args, op, gate);
     }
     if (op === "refund") return NO_RESULT;
     // A charged admission carries one mark per policy after the figures.
@@ -364,8 +378,12 @@ export class ScriptStore implements RedisScriptStore {
     const blocks = blocking ? set.policies.map((p) => String(p.blockMs)) : [];
     const clocked = set.policies.some((p) => ALGORITHMS[p.kind].lua.parameterAt !== undefined);
     const scripts = luaScripts();
+    const script = multi ? scripts.multi : scripts[set.policies[0]!.kind];
+    let gate = this.#gates.get(script.sha);
+    if (gate === undefined) this.#gates.set(script.sha, gate = { loaded: false });
     const prepared: Prepared = Object.freeze({
-      script: multi ? scripts.multi : scripts[set.policies[0]!.kind],
+      script,
+      gate,
       count: set.policies.length,
       tail: Object.freeze(tail),
       consume1: Object.freeze(blocking ? ["1", ...tail, "", ...blocks] : ["1", ...tail]),
