@@ -6,8 +6,12 @@
  * one), in a database of its own dropped at the end, through one mysql2 callback pool of 64
  * connections shared by every subject, at concurrency 1 and 64 (c loops, each awaiting one
  * decision at a time), 1,000 identifiers in a cycle, every decision admitted:
- *  - the floor: a bare `SELECT 1` through the same pool (one round trip, nothing decided);
- *  - Floodgate's store, each kind (limit 1e8 per hour) and a set of three policies;
+ *  - the floors: a bare `SELECT 1` through the same pool (one round trip, nothing decided), a
+ *    CALL of a procedure answering one row, and one upsert in its own transaction (one durable
+ *    write of one row, no answer);
+ *  - Floodgate's store, each kind (1e8 per hour; the sliding log 1e8 per minute, so that its log
+ *    stays short) and a set of three policies; a fixed window through the general consume
+ *    procedure (what a single policy cost before its kind had a procedure of its own);
  *  - rate-limiter-flexible's `RateLimiterMySQL` (fixed window, its only algorithm, same pool).
  * Each figure is the median of `--rounds` rounds, subjects interleaved within a round.
  * Statements per decision (round trips: every statement here is one) and rows read and written per
@@ -54,12 +58,12 @@ const [version] = await query("SELECT VERSION() AS v");
 await mysqlStore({ client: pool, database: db.database }).migrate();
 
 const POLICIES: [string, () => Policy[]][] = [
-  ["token bucket", () => [tokenBucket({ capacity: 100_000_000, refillRate: 1_000_000 })]],
+  ["token bucket", () => [tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600 })]],
   ["fixed window", () => [fixedWindow({ limit: 100_000_000, window: HOUR })]],
   ["sliding window", () => [slidingWindow({ limit: 100_000_000, window: HOUR })]],
   ["sliding log", () => [slidingLog({ limit: 100_000_000, window: 60_000 })]],
   ["3 policies (bucket, window, day)", () => [
-    tokenBucket({ capacity: 100_000_000, refillRate: 1_000_000, name: "b" }),
+    tokenBucket({ capacity: 100_000_000, refillRate: 100_000_000 / 3600, name: "b" }),
     slidingWindow({ limit: 100_000_000, window: HOUR, name: "h" }),
     fixedWindow({ limit: 10_000_000, window: 24 * HOUR, name: "d" }),
   ]],
@@ -70,7 +74,18 @@ interface Subject {
   decide: (id: string) => Promise<unknown>;
 }
 
-const subjects: Subject[] = [{ name: "floor: SELECT 1", decide: () => promisePool.query("SELECT 1") }];
+// The floors: one round trip; one CALL of a procedure that answers one row (what a CALL costs
+// beyond it); one durable write of one row, an upsert in its own transaction, answering nothing.
+await query("CREATE PROCEDURE bench_noop() SELECT 1 AS r");
+await query("CREATE TABLE bench_upsert (k VARBINARY(255) NOT NULL PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB");
+const subjects: Subject[] = [
+  { name: "floor: SELECT 1", decide: () => promisePool.query("SELECT 1") },
+  { name: "floor: CALL of a procedure answering SELECT 1", decide: () => promisePool.query("CALL bench_noop()") },
+  {
+    name: "floor: one upsert, autocommit, no answer",
+    decide: (id) => promisePool.query("INSERT INTO bench_upsert VALUES (?, 1) ON DUPLICATE KEY UPDATE n = n + 1", [id]),
+  },
+];
 for (const [name, policies] of POLICIES) {
   // A fresh prefix per subject: a sliding log of 1e8 per minute grows one entry per decision.
   const limiter: RateLimiter = createRateLimiter({
@@ -81,6 +96,18 @@ for (const [name, policies] of POLICIES) {
   });
   subjects.push({ name: `Floodgate ${name}`, decide: (id) => limiter.limit(id) });
 }
+// The general consume procedure that a set of several policies calls, given one fixed window:
+// what a single policy cost before it had its kind's own procedure (a sweep every 16th call, as
+// the store's default).
+let generalCalls = 0;
+subjects.push({
+  name: "Floodgate fixed window through the general consume",
+  decide: (id) =>
+    promisePool.query("CALL floodgate_v1_consume(?, 'f', '100000000,3600000,0', 1, NULL, 1, NULL, 0, ?)", [
+      `g:{${id}}`,
+      ++generalCalls % 16 === 0 ? 64 : 0,
+    ]),
+});
 const flexible = await new Promise<RateLimiterMySQL>((resolve, reject) => {
   const limiter: RateLimiterMySQL = new RateLimiterMySQL(
     { storeClient: pool, storeType: "pool", dbName: db.database, tableName: "rlflx", points: 100_000_000, duration: 3600 },

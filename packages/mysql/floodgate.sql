@@ -2010,4 +2010,332 @@ COMMIT;
 SELECT CONCAT(allok, answer) AS r;
 END$$
 
+DROP PROCEDURE IF EXISTS `floodgate_v1_consume_t`$$
+
+CREATE PROCEDURE `floodgate_v1_consume_t`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
+    MODIFIES SQL DATA
+BEGIN
+DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
+DECLARE fd, ok, dup INT DEFAULT 0;
+DECLARE chg INT DEFAULT 1;
+DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
+DECLARE bu BIGINT DEFAULT 0;
+DECLARE lg LONGBLOB;
+DECLARE tk CHAR(1) DEFAULT '';
+DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+decide: LOOP
+  SET fd = 1, tk = '';
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
+        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
+      INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
+  END;
+  IF fd = 0 THEN
+    SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+  END IF;
+  IF fd = 0 OR tk <> 't' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
+  SET chg = IF(bu > 0, 0, 1);
+BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw);
+SET nxt = tat + cost * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((nxt - tau - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
+ELSE
+  -- Negative only after the clock stepped back past the stored arrival time.
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
+END IF;
+END;
+  IF ok = 1 AND chg = 1 THEN
+    SET mk = a;
+    IF fd = 1 THEN
+      UPDATE `floodgate` SET kind = 't', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
+    ELSE
+      BEGIN
+        DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
+        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 't', a, b, c, lg, nx);
+      END;
+      IF dup = 1 THEN
+        SET dup = 0;
+        ITERATE decide;
+      END IF;
+    END IF;
+  ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+  LEAVE decide;
+END LOOP;
+COMMIT;
+IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+  END;
+END IF;
+SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+END$$
+
+DROP PROCEDURE IF EXISTS `floodgate_v1_consume_f`$$
+
+CREATE PROCEDURE `floodgate_v1_consume_f`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
+    MODIFIES SQL DATA
+BEGIN
+DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
+DECLARE fd, ok, dup INT DEFAULT 0;
+DECLARE chg INT DEFAULT 1;
+DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
+DECLARE bu BIGINT DEFAULT 0;
+DECLARE lg LONGBLOB;
+DECLARE tk CHAR(1) DEFAULT '';
+DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+decide: LOOP
+  SET fd = 1, tk = '';
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
+        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
+      INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
+  END;
+  IF fd = 0 THEN
+    SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+  END IF;
+  IF fd = 0 OR tk <> 'f' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
+  SET chg = IF(bu > 0, 0, 1);
+BEGIN
+DECLARE sz, ix, cnt, en BIGINT;
+SET sz = pr * 1000;
+SET ix = GREATEST(nw DIV sz, a);
+SET cnt = IF(a = ix, b, 0), en = (ix + 1) * sz;
+SET rst = ((en) + 999) DIV 1000, nx = en;
+IF cnt + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((en - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cnt + cost, rem = L - cnt - cost;
+ELSE
+  -- Above the limit only when a lowered limit reads state charged under a larger one.
+  SET rem = GREATEST(0, L - cnt);
+END IF;
+END;
+  IF ok = 1 AND chg = 1 THEN
+    SET mk = a;
+    IF fd = 1 THEN
+      UPDATE `floodgate` SET kind = 'f', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
+    ELSE
+      BEGIN
+        DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
+        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 'f', a, b, c, lg, nx);
+      END;
+      IF dup = 1 THEN
+        SET dup = 0;
+        ITERATE decide;
+      END IF;
+    END IF;
+  ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+  LEAVE decide;
+END LOOP;
+COMMIT;
+IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+  END;
+END IF;
+SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+END$$
+
+DROP PROCEDURE IF EXISTS `floodgate_v1_consume_s`$$
+
+CREATE PROCEDURE `floodgate_v1_consume_s`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
+    MODIFIES SQL DATA
+BEGIN
+DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
+DECLARE fd, ok, dup INT DEFAULT 0;
+DECLARE chg INT DEFAULT 1;
+DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
+DECLARE bu BIGINT DEFAULT 0;
+DECLARE lg LONGBLOB;
+DECLARE tk CHAR(1) DEFAULT '';
+DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+decide: LOOP
+  SET fd = 1, tk = '';
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
+        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
+      INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
+  END;
+  IF fd = 0 THEN
+    SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+  END IF;
+  IF fd = 0 OR tk <> 's' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
+  SET chg = IF(bu > 0, 0, 1);
+BEGIN
+DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
+SET ix = GREATEST(nw DIV (pr * 1000), a);
+SET cur = IF(a = ix, b, 0), prv = IF(a = ix, c, IF(a = ix - 1, b, 0));
+SET st = ix * pr;
+SET el = GREATEST(0, nw - st * 1000) DIV 1000;
+SET bud = L * pr - prv * (pr - el), nx = (st + 2 * pr) * 1000;
+IF (cur + cost) * pr <= bud THEN
+  SET ok = 1, rty = 0;
+ELSEIF cost > L THEN
+  SET ok = 0, rty = -1;
+ELSE
+  SET ok = 0;
+  -- The earliest whole ms at which the cost fits, given the estimate's shape.
+  IF cur + cost <= L THEN
+    SET e = GREATEST(0, pr - ((L - cur - cost) * pr) DIV prv);
+    WHILE prv * (pr - e) + (cur + cost) * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + e;
+  ELSE
+    SET e = GREATEST(0, pr - ((L - cost) * pr) DIV cur);
+    WHILE cur * (pr - e) + cost * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + pr + e;
+  END IF;
+  SET rty = GREATEST(1, IF((at_ * 1000 - nw) >= 0, ((at_ * 1000 - nw) + 1000 - 1) DIV 1000, -((-(at_ * 1000 - nw)) DIV 1000)));
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cur + cost, c = prv;
+  SET rem = GREATEST(0, bud - (cur + cost) * pr) DIV pr, rst = st + 2 * pr;
+ELSE
+  SET rem = GREATEST(0, bud - cur * pr) DIV pr;
+  SET rst = IF(cur > 0, st + 2 * pr, IF(prv > 0, st + pr, (nw + 999) DIV 1000));
+END IF;
+END;
+  IF ok = 1 AND chg = 1 THEN
+    SET mk = a;
+    IF fd = 1 THEN
+      UPDATE `floodgate` SET kind = 's', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
+    ELSE
+      BEGIN
+        DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
+        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 's', a, b, c, lg, nx);
+      END;
+      IF dup = 1 THEN
+        SET dup = 0;
+        ITERATE decide;
+      END IF;
+    END IF;
+  ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+  LEAVE decide;
+END LOOP;
+COMMIT;
+IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+  END;
+END IF;
+SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+END$$
+
+DROP PROCEDURE IF EXISTS `floodgate_v1_consume_l`$$
+
+CREATE PROCEDURE `floodgate_v1_consume_l`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
+    MODIFIES SQL DATA
+BEGIN
+DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
+DECLARE fd, ok, dup INT DEFAULT 0;
+DECLARE chg INT DEFAULT 1;
+DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
+DECLARE bu BIGINT DEFAULT 0;
+DECLARE lg LONGBLOB;
+DECLARE tk CHAR(1) DEFAULT '';
+DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+decide: LOOP
+  SET fd = 1, tk = '';
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
+        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
+      INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
+  END;
+  IF fd = 0 THEN
+    SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+  END IF;
+  IF fd = 0 OR tk <> 'l' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
+  SET chg = IF(bu > 0, 0, 1);
+BEGIN
+DECLARE sz, at_, n, h BIGINT;
+SET sz = pr * 1000, n = (COALESCE(LENGTH(lg), 0) DIV 8);
+-- Entries only grow, so a later `at_` never lands before the newest one (clock steps back).
+SET at_ = IF(n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw), h = 0;
+-- Drop the entries that have left the window ending at `at_`.
+WHILE h < n AND CAST(CONV(HEX(SUBSTRING(lg, 8 * (h) + 1, 8)), 16, 10) AS SIGNED) <= at_ - sz DO SET h = h + 1; END WHILE;
+IF h > 0 THEN SET lg = SUBSTRING(lg, 8 * h + 1), n = n - h; END IF;
+SET nx = at_ + sz;
+IF n + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n + cost - L - 1) + 1, 8)), 16, 10) AS SIGNED) + sz - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET lg = CONCAT(COALESCE(lg, ''), REPEAT(UNHEX(LPAD(HEX(at_), 16, '0')), cost));
+  SET rem = L - n - cost, rst = ((at_ + sz) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, L - n), rst = IF(n > 0, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED) + sz) + 999) DIV 1000, ((nw) + 999) DIV 1000);
+END IF;
+END;
+  IF ok = 1 AND chg = 1 THEN
+    SET mk = IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0);
+    IF fd = 1 THEN
+      UPDATE `floodgate` SET kind = 'l', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
+    ELSE
+      BEGIN
+        DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
+        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 'l', a, b, c, lg, nx);
+      END;
+      IF dup = 1 THEN
+        SET dup = 0;
+        ITERATE decide;
+      END IF;
+    END IF;
+  ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+  LEAVE decide;
+END LOOP;
+COMMIT;
+IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+  END;
+END IF;
+SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+END$$
+
 DELIMITER ;

@@ -65,7 +65,7 @@ describe.skipIf(db === undefined)("mysql store lifecycle", () => {
     expect((await limiter.limit("k")).remaining).toBe(2);
     // The request path is one CALL, never DDL.
     expect(sent.slice(statements)).toHaveLength(1);
-    expect(sent.at(-1)).toMatch(/^CALL `[^`]+`\.`lifecycle_v1_consume`\(/);
+    expect(sent.at(-1)).toMatch(/^CALL `[^`]+`\.`lifecycle_v1_consume_f`\(/);
     expect(sent.slice(statements).some((s) => /\b(CREATE|DROP|ALTER)\b/i.test(s))).toBe(false);
   });
 

@@ -3,6 +3,7 @@ import { leaseProcedure } from "./sql/lease.ts";
 import { consumeManyProcedure } from "./sql/many.ts";
 import { publicProcedures } from "./sql/procedures.ts";
 import { sweepProcedure } from "./sql/common.ts";
+import { consumeOneProcedure, ONE_KINDS, oneProcedure } from "./sql/consume-one.ts";
 
 /**
  * The schema's version: it names the procedures (`<table>_v1_consume`...), so a later version's
@@ -51,6 +52,7 @@ const PROCEDURES = [
   "block",
   "lease",
   "consume_many",
+  ...ONE_KINDS.map((k) => oneProcedure(k.code)),
 ];
 
 /**
@@ -60,7 +62,14 @@ const PROCEDURES = [
 export function migrationStatements(options: SchemaOptions = {}): string[] {
   const n = namesOf(options);
   const table = `${options.database === undefined ? "" : `\`${options.database}\`.`}${n.table}`;
-  const bodies = [...kernelProcedures(n), sweepProcedure(n), ...publicProcedures(n), leaseProcedure(n), consumeManyProcedure(n)];
+  const bodies = [
+    ...kernelProcedures(n),
+    sweepProcedure(n),
+    ...publicProcedures(n),
+    leaseProcedure(n),
+    consumeManyProcedure(n),
+    ...ONE_KINDS.map((k) => consumeOneProcedure(n, k)),
+  ];
   const statements = [
     `CREATE TABLE IF NOT EXISTS ${table} (
   k VARBINARY(3072) NOT NULL COMMENT 'prefix{identifier}, then :1, :2... per policy, :b its block, :r:<id> a reservation, :l:<id> a lease',

@@ -1,4 +1,5 @@
 import { FloodgateError, leasedLimits, type PolicyKind, type PolicySet } from "@floodgate/core/store";
+import { ONE_KINDS } from "./sql/consume-one.ts";
 import { MAX_POLICIES } from "./sql/expr.ts";
 
 /** A policy set as the procedures take it, computed once per set. */
@@ -8,6 +9,8 @@ export interface Prepared {
   readonly kinds: string;
   /** Per policy: limit, parameter, block in ms. */
   readonly nums: string;
+  /** A single policy of a kind with a consume procedure of its own: its letter, limit, parameter and block ms. */
+  readonly one: readonly [code: string, limit: number, param: number, blockMs: number] | undefined;
   /** `nums` with each token bucket's limit less its lease reserve for leases of `lifeMs`. */
   leasedNums(lifeMs: number): string;
 }
@@ -19,6 +22,9 @@ const CODES: Record<string, string> = {
   "sliding-log": "l",
   concurrency: "c",
 };
+
+/** The kinds with a consume procedure of their own (sql/consume-one.ts). */
+const ONE_CODES = ONE_KINDS.map((k) => k.code);
 
 /** The kinds the procedures decide. */
 export const KINDS = Object.keys(CODES) as PolicyKind[];
@@ -39,8 +45,10 @@ export function prepare(set: PolicySet): Prepared {
   const numsOf = (limits: readonly number[]): string => policies.map((p, i) => `${limits[i]},${params[i]},${p.blockMs}`).join(",");
   const nums = numsOf(policies.map((p) => p.limit));
   let leased: { lifeMs: number; nums: string } | undefined;
+  const code = CODES[policies[0]!.kind]!;
   return {
     count: policies.length,
+    one: policies.length === 1 && ONE_CODES.includes(code) ? [code, policies[0]!.limit, params[0]!, policies[0]!.blockMs] : undefined,
     kinds: policies.map((p) => CODES[p.kind]).join(""),
     nums,
     leasedNums(lifeMs) {

@@ -15,6 +15,7 @@ import { baseKey, checkId, policyKeys } from "./keys.ts";
 import { migrationStatements, namesOf } from "./migration.ts";
 import { type MysqlStoreOptions, parseStoreOptions } from "./options.ts";
 import { KINDS, prepare, type Prepared } from "./prepared.ts";
+import { oneProcedure } from "./sql/consume-one.ts";
 
 /** What `mysqlStore()` returns: a {@link RateLimitStore} with its schema's lifecycle. */
 export interface MysqlStore extends RateLimitStore {
@@ -139,17 +140,21 @@ class MysqlRateLimitStore implements MysqlStore {
     const prepared = this.#set(set);
     const base = baseKey(set.prefix, key);
     const name = op === 0 ? "peek" : op === 1 ? "consume" : "reserve";
-    const rows = await this.#call(name, "consume", "", [
-      base,
-      prepared.kinds,
-      prepared.nums,
-      cost,
-      this.#now(nowMs),
-      op,
-      id,
-      ttlMs,
-      op === 0 ? 0 : this.#sweep(),
-    ], signal);
+    const one = op === 1 ? prepared.one : undefined;
+    const rows = one !== undefined
+      // One policy consumed: its kind's own procedure (sql/consume-one.ts), same answer.
+      ? await this.#call(name, oneProcedure(one[0]), "", [base, one[1], one[2], one[3], cost, this.#now(nowMs), this.#sweep()], signal)
+      : await this.#call(name, "consume", "", [
+        base,
+        prepared.kinds,
+        prepared.nums,
+        cost,
+        this.#now(nowMs),
+        op,
+        id,
+        ttlMs,
+        op === 0 ? 0 : this.#sweep(),
+      ], signal);
     const numbers = parse(answerOf(rows));
     const count = prepared.count;
     const length = 3 + count * FIELDS_PER_POLICY + (numbers?.[2] === 1 && op > 0 ? count : 0);
