@@ -107,7 +107,7 @@ export const MAX_POLICY_SETS = 1000;
  * New policy objects (whose figures match a set already seen) after which a `policy` function is
  * taken to build its policies per request.
  */
-const NEW_POLICIES_THRESHOLD = 20;
+export const NEW_POLICIES_THRESHOLD = 20;
 
 /** What compiling the rules needs besides the options. */
 export interface RuleContext {

@@ -7,15 +7,17 @@ import { createRateLimiter, type RateLimiter } from "../../limiter/index.ts";
 import { isPolicies, POLICIES_ACCEPTED, type Policy } from "../../policies.ts";
 import { memoryStore } from "../../stores/memory-store.ts";
 import { unwrapStore } from "../../stores/resilient-store.ts";
-import { isThenable, type RateLimitStore } from "../../stores/store.ts";
+import { isThenable, type MaybePromise, type RateLimitStore } from "../../stores/store.ts";
 import { closest, isRecord } from "../../validation.ts";
 import { holdsInFlight } from "../in-flight.ts";
 import { groupIp, parseIp } from "../ip.ts";
 import { called, fitKey } from "../keys.ts";
 import { claimNamespace, policyFingerprint, ruleSlug } from "../namespace.ts";
-import { type HttpRateLimitOptions, invalidHttpOption, type KeyFunction, type RuleOptions } from "../options.ts";
+import { type HttpRateLimitOptions, invalidHttpOption, type KeyFunction, type PolicyFunction, type RuleOptions } from "../options.ts";
 import type { RateLimitRequest } from "../request.ts";
-import type { RuleLimiter } from "../rules.ts";
+import { MAX_POLICY_SETS, type RuleLimiter } from "../rules.ts";
+import type { Warnings } from "../warnings.ts";
+import { policySets } from "./policy-sets.ts";
 import { CompoundCounter } from "./compound-counter.ts";
 import { compoundHeaderWriter } from "./compound-headers.ts";
 import { CompoundRateLimitInfo } from "./compound-info.ts";
@@ -30,8 +32,11 @@ import type { StoreErrorHandling } from "../store-errors.ts";
 
 /** One dimension of a rule: its key and policy, as a rule of one key has them. */
 export interface DimensionOptions<Raw = any> {
-  /** Its policy, or several (all checked). */
-  policy: Policy | readonly Policy[];
+  /**
+   * Its policy, or several (all checked); or a function of the request returning them (per-plan
+   * limits): each distinct set counts in a namespace of its own, as a rule's `policy` function's.
+   */
+  policy: Policy | readonly Policy[] | DimensionPolicyFunction<Raw>;
   /** Its key (default: the rule's `key`, then the middleware's, then the client address). */
   key?: KeyFunction<Raw>;
   /** Its store (default: the rule's). Dimensions on one memory store or Redis database are decided in one step. */
@@ -41,6 +46,9 @@ export interface DimensionOptions<Raw = any> {
   /** Warning thresholds (see the rule option of the same name); default the middleware's. */
   warnAt?: number | Readonly<Record<string, number>>;
 }
+
+/** A dimension's `policy` as a function of the request: its policies for this request. */
+export type DimensionPolicyFunction<Raw = any> = (req: RateLimitRequest<Raw>) => MaybePromise<Policy | readonly Policy[]>;
 
 const WHERE = "dimensions()";
 const OPTIONS = ["policy", "key", "store", "shadowPolicy", "warnAt"];
@@ -89,8 +97,12 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
         );
       }
     }
-    if (!isPolicies(d!.policy)) {
-      invalid(`dimension "${name}": option \`policy\` is ${describeValue(d!.policy)}; expected ${POLICIES_ACCEPTED}.`);
+    if (!isPolicies(d!.policy) && typeof d!.policy !== "function") {
+      invalid(
+        `dimension "${name}": option \`policy\` is ${
+          describeValue(d!.policy)
+        }; expected ${POLICIES_ACCEPTED}, or a function of the request returning them.`,
+      );
     }
     if (d!.key !== undefined && typeof d!.key !== "function") {
       invalid(`dimension "${name}": option \`key\` is ${describeValue(d!.key)}; expected a function of the request.`);
@@ -114,7 +126,7 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
     }
     // The namespace the rule's `policy` would count in, as rules.ts makes it; each dimension under it.
     const basePrefix = o.prefix ?? o.limiter?.prefix ?? "fg:";
-    const { counted, key, compound } = compile(names, all, {
+    const { counted, key, compound, policyOf, limiterFor, limiters } = compile(names, all, {
       rule: base.name,
       prefix: base.name === "default" ? basePrefix : `${basePrefix}${ruleSlug(base.name)}:`,
       fingerprint: o.prefix === undefined,
@@ -128,12 +140,20 @@ export function dimensions<D extends string, Raw = any>(spec: Readonly<Record<D,
       ipv6Subnet: o.ipv6Subnet ?? 64,
       settles: base.settledCost,
       warnAt: o.warnAt,
+      warnings: context.warnings,
     });
-    made.push(compound);
+    if (counted === undefined) return { ...base, key, single: undefined, policyOf, limiterFor: limiterFor!, limiters: limiters! };
+    made.push(compound!);
     return { ...base, key, single: counted, policyOf: undefined, limiterFor: () => counted, limiters: () => [counted] };
   };
   const limiter = (): CompoundLimiter<D> => {
     if (made.length === 1) return made[0] as CompoundLimiter<D>;
+    if (names.some((n) => typeof all[n]!.policy === "function")) {
+      throw new FloodgateError(
+        "INVALID_ARGUMENT",
+        `${WHERE}.limiter(): a dimension's \`policy\` is a function of the request, so the rule counts in a compound limiter per policy set; refund a request through the middleware (\`skipFailedRequests\`, \`skipSuccessfulRequests\`, a settled \`cost\`).`,
+      );
+    }
     throw new FloodgateError(
       "INVALID_ARGUMENT",
       `${WHERE}.limiter(): this value is the \`dimensions\` of ${made.length} rules${
@@ -169,38 +189,86 @@ interface DimensionRuleContext<Raw> {
   /** Whether the rule's cost is settled after the response. */
   readonly settles: boolean;
   readonly warnAt: number | Readonly<Record<string, number>> | undefined;
+  /** Where the per-request `policy` warning goes. */
+  readonly warnings: Warnings;
 }
 
-/** The rule's limiter over its dimensions, and its key function. */
+/** What compiling a rule's dimensions makes: its key function, and its one limiter or how to find one per policy set. */
+interface CompiledDimensions<Raw> {
+  readonly key: KeyFunction<Raw>;
+  /** The rule's one limiter, when no dimension's `policy` is a function. */
+  readonly counted: RuleLimiter | undefined;
+  readonly compound: CompoundLimiter | undefined;
+  /** Every dimension's `policy` for the request (what its function returned), when some dimension's is a function. */
+  readonly policyOf: PolicyFunction<Raw> | undefined;
+  readonly limiterFor: ((returned: unknown) => RuleLimiter) | undefined;
+  readonly limiters: (() => Iterable<RuleLimiter>) | undefined;
+}
+
+/** One dimension's limiter over one policy set, in the set's namespace. */
+interface DimensionLimiter {
+  readonly id: number;
+  readonly policies: readonly Policy[];
+  readonly prefix: string;
+  readonly limiter: RateLimiter;
+  readonly store: RateLimitStore;
+}
+
+/** The rule's limiter over its dimensions (or one per combination of policy sets), and its key function. */
 function compile<Raw>(
   names: readonly string[],
   spec: Readonly<Record<string, DimensionOptions<any>>>,
   c: DimensionRuleContext<Raw>,
-): { counted: RuleLimiter; key: KeyFunction<Raw>; compound: CompoundLimiter } {
-  const policiesOf = (name: string): readonly Policy[] => toPolicies(spec[name]!.policy);
-  const prefixOf = (name: string): string => `${c.prefix}${name}:${c.fingerprint ? `${policyFingerprint(policiesOf(name))}:` : ""}`;
+): CompiledDimensions<Raw> {
   const observed = (name: string) => {
     const d = spec[name]!;
     const warnAt = d.warnAt ?? c.warnAt;
     return { ...(d.shadowPolicy === undefined ? {} : { shadowPolicy: d.shadowPolicy }), ...(warnAt === undefined ? {} : { warnAt }) };
   };
-  const limiters: Record<string, RateLimiter> = {};
-  const stores: RateLimitStore[] = [];
-  for (const name of names) {
+  let made = 0;
+  /** A dimension's limiter over `policies`, in `prefix`. */
+  const dimensionLimiter = (name: string, policies: readonly Policy[], prefix: string): DimensionLimiter => {
     const store = c.resilient(spec[name]!.store ?? c.store);
-    stores.push(store);
-    claimNamespace(unwrapStore(store), prefixOf(name), policiesOf(name));
-    limiters[name] = createRateLimiter({ policy: policiesOf(name), store, prefix: prefixOf(name), clock: c.clock, ...observed(name) });
-  }
-  const compound = createCompoundLimiter({ dimensions: limiters });
+    claimNamespace(unwrapStore(store), prefix, policies);
+    const limiter = createRateLimiter({ policy: policies, store, prefix, clock: c.clock, ...observed(name) });
+    return { id: made++, policies, prefix, limiter, store };
+  };
   // The local stand-in when a store fails and `onStoreError` says "fallback": one memory store.
-  const makeFallback = () => {
-    const local = memoryStore();
-    const made: Record<string, RateLimiter> = {};
-    for (const name of names) {
-      made[name] = createRateLimiter({ policy: policiesOf(name), store: local, prefix: prefixOf(name), clock: c.clock, ...observed(name) });
-    }
-    return createCompoundLimiter({ dimensions: made });
+  let local: RateLimitStore | undefined;
+  /** The rule's counter over one limiter per dimension. */
+  const counterOver = (chosen: readonly DimensionLimiter[]): { counted: RuleLimiter; compound: CompoundLimiter } => {
+    const limiters: Record<string, RateLimiter> = {};
+    names.forEach((name, i) => limiters[name] = chosen[i]!.limiter);
+    const compound = createCompoundLimiter({ dimensions: limiters });
+    const makeFallback = () => {
+      const fallback: Record<string, RateLimiter> = {};
+      local ??= memoryStore();
+      names.forEach((name, i) => {
+        const { policies, prefix } = chosen[i]!;
+        fallback[name] = createRateLimiter({ policy: policies, store: local!, prefix, clock: c.clock, ...observed(name) });
+      });
+      return createCompoundLimiter({ dimensions: fallback });
+    };
+    const policies = chosen.flatMap((d) => d.policies);
+    const counted: RuleLimiter = {
+      limiter: new CompoundCounter(
+        compound,
+        c.onStoreError,
+        c.rule,
+        (req) => keysByRequest.get(req)!,
+        makeFallback,
+        chosen.map((d) => d.store),
+      ),
+      policies,
+      reserves: c.settles || policies.some(holdsInFlight) ||
+        names.some((n) => spec[n]!.shadowPolicy !== undefined && toPolicies(spec[n]!.shadowPolicy!).some(holdsInFlight)),
+      writeHeaders: compoundHeaderWriter(c.formats, names.map((name, i) => ({ name, policies: chosen[i]!.policies })), c.legacyReset),
+      figures: (d) => d,
+      Info: CompoundRateLimitInfo,
+      seen: new WeakSet(),
+      watched: 0,
+    };
+    return { counted, compound };
   };
 
   // The request's key of every dimension, named by the rule's key function before it is counted.
@@ -234,17 +302,56 @@ function compile<Raw>(
     return Promise.all(returned).then((all) => named(req, all.map((r, i) => checked(names[i]!, r, req))));
   };
 
-  const policies = names.flatMap(policiesOf);
-  const counted: RuleLimiter = {
-    limiter: new CompoundCounter(compound, c.onStoreError, c.rule, (req) => keysByRequest.get(req)!, makeFallback, stores),
-    policies,
-    reserves: c.settles || policies.some(holdsInFlight) ||
-      names.some((n) => spec[n]!.shadowPolicy !== undefined && toPolicies(spec[n]!.shadowPolicy!).some(holdsInFlight)),
-    writeHeaders: compoundHeaderWriter(c.formats, names.map((name) => ({ name, policies: policiesOf(name) })), c.legacyReset),
-    figures: (d) => d,
-    Info: CompoundRateLimitInfo,
-    seen: new WeakSet(),
-    watched: 0,
+  const fixed = (name: string) => typeof spec[name]!.policy !== "function";
+  if (names.every(fixed)) {
+    const chosen = names.map((name) => {
+      const policies = toPolicies(spec[name]!.policy as Policy | readonly Policy[]);
+      return dimensionLimiter(name, policies, `${c.prefix}${name}:${c.fingerprint ? `${policyFingerprint(policies)}:` : ""}`);
+    });
+    return { key, ...counterOver(chosen), policyOf: undefined, limiterFor: undefined, limiters: undefined };
+  }
+  // A dimension's `policy` function: a limiter per distinct set it returns (each set in a namespace
+  // of its own, even under an explicit `prefix`), and a counter per combination of them; both bounded.
+  const choose = names.map((name) => {
+    if (fixed(name)) {
+      const policies = toPolicies(spec[name]!.policy as Policy | readonly Policy[]);
+      const only = dimensionLimiter(name, policies, `${c.prefix}${name}:${c.fingerprint ? `${policyFingerprint(policies)}:` : ""}`);
+      return () => only;
+    }
+    return policySets(
+      c.rule,
+      name,
+      (policies) => dimensionLimiter(name, policies, `${c.prefix}${name}:${policyFingerprint(policies)}:`),
+      c.warnings,
+    );
+  });
+  const policyOf: PolicyFunction<Raw> = (req) => {
+    const returned = names.map((name) => {
+      const p = spec[name]!.policy;
+      return typeof p === "function" ? called(`dimensions.${name}.policy`, p, req) : p;
+    });
+    return (returned.some(isThenable) ? Promise.all(returned) : returned) as unknown as Policy[];
   };
-  return { counted, key, compound };
+  const combinations = new Map<string, RuleLimiter>();
+  const limiterFor = (returned: unknown): RuleLimiter => {
+    if (!Array.isArray(returned) || returned.length !== names.length) {
+      throw new FloodgateError(
+        "INVALID_ARGUMENT",
+        `rateLimit(): rule ${
+          JSON.stringify(c.rule)
+        } counts over dimensions whose policy is a function of the request; address its counters through the request.`,
+      );
+    }
+    const chosen = choose.map((pick, i) => pick(returned[i]));
+    const id = chosen.map((d) => d.id).join(",");
+    let counted = combinations.get(id);
+    if (counted !== undefined) combinations.delete(id);
+    else {
+      if (combinations.size >= MAX_POLICY_SETS) combinations.delete(combinations.keys().next().value!);
+      counted = counterOver(chosen).counted;
+    }
+    combinations.set(id, counted);
+    return counted;
+  };
+  return { key, counted: undefined, compound: undefined, policyOf, limiterFor, limiters: () => combinations.values() };
 }
