@@ -4,6 +4,7 @@
 // limiters the request chose, and refunds go back where the request was charged. Time is injected.
 import {
   calendarWindow,
+  concurrency,
   dimensions,
   fixedWindow,
   FloodgateError,
@@ -105,6 +106,50 @@ describe.each(TARGETS.filter((t) => ["hono", "express", "fetch"].includes(t.name
     // The pro plan's limiter of the same org was never charged by the refunded requests.
     expect(await statuses(app, 5, as("acme", "pro"))).toEqual([200, 200, 200, 200, 429]);
   });
+  it("a concurrency unit is held and released in the per-plan limiter the request chose", async () => {
+    const env = createEnv();
+    const HELD: Record<string, Policy> = { free: concurrency({ limit: 1, name: "free" }), pro: concurrency({ limit: 3, name: "pro" }) };
+    const quotas = dimensions({
+      org: { key: (req) => req.header("x-org"), policy: (req) => HELD[req.header("x-plan")!]! },
+    });
+    app = await target.start({ ...base(env), rules: { "GET /api/*": { dimensions: quotas } } });
+    for (const [plan, limit] of [["free", 1], ["pro", 3], ["free", 1]] as const) {
+      for (let i = 0; i < 3; i++) {
+        expect((await app.send("/api/x", as("acme", plan))).status).toBe(200);
+        await app.handle.flush();
+        // One in flight while deciding, none held from the requests before.
+        expect(last(env).dimensions!.org).toMatchObject({ limit, remaining: limit - 1 });
+      }
+    }
+  });
+});
+
+describe("a dimension's policy function that builds its policies per request", () => {
+  it("shares the counters of their figures and is warned about once; sets built once are not", async () => {
+    const logs: string[] = [];
+    const handler = withRateLimit(() => new Response("ok"), {
+      rules: {
+        "GET /api/*": {
+          dimensions: dimensions({ org: { key: () => "acme", policy: () => fixedWindow({ limit: 30, window: "1m" }) } }),
+        },
+        "GET /plans/*": { dimensions: perPlan() },
+      },
+      getClientIp: () => "192.0.2.1",
+      logger: { warn: (m) => logs.push(m) },
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 31; i++) statuses.push((await handler(new Request("http://x/api/x"))).status);
+    expect(statuses.slice(0, 30).every((s) => s === 200)).toBe(true);
+    expect(statuses[30]).toBe(429);
+    const warned = logs.filter((l) => l.includes("policyPerRequest"));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain('dimension "org" of rule "GET /api/*"');
+    for (let i = 0; i < 40; i++) {
+      const plan = i % 2 === 0 ? "free" : "pro";
+      await handler(new Request("http://x/plans/x", { headers: { "x-org": `o${i}`, "x-plan": plan } }));
+    }
+    expect(logs.filter((l) => l.includes("policyPerRequest"))).toHaveLength(1);
+  });
 });
 
 describe("a dimension's policy function that returns something else", () => {
@@ -128,6 +173,12 @@ describe("a dimension's policy function that returns something else", () => {
         /the `policy` function of dimension "org" of rule "GET \/api\/\*" returned "gold"; it must return a policy/,
       ),
     });
+  });
+
+  it("a value whose dimension's policy is a function has no one compound limiter to give", () => {
+    const quotas = perPlan();
+    withRateLimit(() => new Response("ok"), { rules: { "GET /api/*": { dimensions: quotas } } });
+    expect(() => quotas.limiter()).toThrow("a compound limiter per policy set");
   });
 
   it("is told apart from a value that is neither a policy nor a function", () => {
