@@ -152,6 +152,27 @@ describe("a dimension's policy function that builds its policies per request", (
   });
 });
 
+describe("a dimension's policy function that answers with a promise", () => {
+  it("is awaited, and each plan keeps its own limit", async () => {
+    const handler = withRateLimit(() => new Response("ok"), {
+      rules: {
+        "GET /api/*": {
+          dimensions: dimensions({
+            org: { key: (req) => req.header("x-org"), policy: async (req) => PLANS[req.header("x-plan") ?? ""]! },
+          }),
+        },
+      },
+    });
+    const call = (plan: string) => handler(new Request("http://x/api/x", { headers: { "x-org": "acme", "x-plan": plan } }));
+    const free: number[] = [];
+    for (let i = 0; i < 3; i++) free.push((await call("free")).status);
+    expect(free).toEqual([200, 200, 429]);
+    const pro: number[] = [];
+    for (let i = 0; i < 5; i++) pro.push((await call("pro")).status);
+    expect(pro).toEqual([200, 200, 200, 200, 429]);
+  });
+});
+
 describe("a dimension's policy function that returns something else", () => {
   it("names the dimension and what it accepts; the request is not counted", async () => {
     const handler = withRateLimit(() => new Response("ok"), {
