@@ -76,7 +76,7 @@ export {
 } from "./compound/index.ts";
 export { type FetchHandler, getRateLimit, type RateLimitedFetchHandler, withRateLimit, type WithRateLimitOptions } from "./http/fetch.ts";
 export { ipKey, type IpKeyOptions } from "./http/ip-key.ts";
-export { type DimensionOptions, dimensions } from "./http/dimensions/dimensions.ts";
+export { type DimensionOptions, type DimensionPolicyFunction, dimensions } from "./http/dimensions/dimensions.ts";
 export type { RuleDimensions } from "./http/dimensions/contract.ts";
 // The options every middleware and withRateLimit take, and what their callbacks receive.
 export type {
