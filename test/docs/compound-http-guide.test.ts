@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { type CompoundCharge, dimensions, fixedWindow, memoryStore, type RateLimitInfo, slidingWindow, tokenBucket } from "@floodgate/core";
+import { dimensions, fixedWindow, memoryStore, type RateLimitInfo, slidingWindow, tokenBucket } from "@floodgate/core";
 import { rateLimit, type RateLimitEnv } from "@floodgate/hono";
 import { Hono } from "hono";
 import { expect, it } from "vitest";
