@@ -26,7 +26,8 @@
  * test/redis/script-instructions.test.ts counts them (bench/redis-subjects.ts). With `--record`
  * it writes the Floodgate figures to bench/redis-instructions.json, which that test holds the
  * scripts to (and bench/README.md must show). `--parts` instead counts what the commands and
- * constructs a script is made of cost, each alone in a script; `--sliding-log`, one sliding-log
+ * constructs a script is made of cost, each alone in a script; `--floors`, the least a
+ * server-clock decision script can cost (bench/redis-floors.ts); `--sliding-log`, one sliding-log
  * decision that finds 10,000 entries aged out (and 3, and 1,000).
  *
  * `--baseline <dir>` (a copy of an earlier commit, made by scripts/bench-baseline.sh) adds every
@@ -43,6 +44,7 @@ import { createClient } from "redis";
 import { BASELINE_SUFFIX, copies, type Core, loadCore } from "./copies.ts";
 import { startRedis } from "../test/support/redis-server.ts";
 import { callgrindAvailable, startCallgrindRedis } from "../test/support/redis-callgrind.ts";
+import { floors } from "./redis-floors.ts";
 import { parts, slidingLogExpiry } from "./redis-parts.ts";
 import {
   COUNTED_IDS,
@@ -315,12 +317,14 @@ async function instructions(n: number, record: boolean): Promise<void> {
 
 if (process.argv.includes("--instructions")) {
   if (!existsSync("/proc") || !callgrindAvailable()) throw new Error("--instructions needs valgrind (and callgrind_control) on PATH");
-  if (process.argv.includes("--parts") || process.argv.includes("--sliding-log")) {
+  if (["--parts", "--sliding-log", "--floors"].some((flag) => process.argv.includes(flag))) {
     const cg = await startCallgrindRedis();
     try {
       console.log(
         process.argv.includes("--parts")
           ? `Redis ${cg.version} under callgrind, each part alone in a script (the first row: the whole call)\n\n${await parts(cg)}`
+          : process.argv.includes("--floors")
+          ? `Redis ${cg.version} under callgrind, the least a server-clock decision script can cost\n\n${await floors(cg)}`
           : `Redis ${cg.version} under callgrind, one sliding-log call\n\n${await slidingLogExpiry(cg, CORES[0]!.core)}`,
       );
     } finally {
