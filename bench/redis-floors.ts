@@ -27,7 +27,7 @@ const FLOORS: [string, string][] = [
     `${CLOCK}local v = redis.call("GET", KEYS[1]) redis.call("INCRBY", KEYS[1], "1048576") return v`,
   ],
   [
-    "`TIME`, `GET`, `INCRBY`, reply: the count and the time (fixed window's floor)",
+    "`TIME`, `GET`, `INCRBY`, reply: the count and the time",
     `${CLOCK}local v = redis.call("GET", KEYS[1]) redis.call("INCRBY", KEYS[1], "1048576") return {tonumber(v), now}`,
   ],
   [
@@ -35,7 +35,7 @@ const FLOORS: [string, string][] = [
     `${CLOCK}local v = redis.call("GET", KEYS[1]) local b = redis.call("GET", KEYS[1] .. ":b") redis.call("INCRBY", KEYS[1], "1048576") return {tonumber(v), now}`,
   ],
   [
-    "`TIME`, `INCRBY` (its answer read, no `GET`), reply: the count and the time",
+    "`TIME`, `INCRBY` (its answer read, no `GET`), reply: the count and the time (the fixed window's floor)",
     `${CLOCK}local v = redis.call("INCRBY", KEYS[1], "1048576") return {v, now}`,
   ],
   [

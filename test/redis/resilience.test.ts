@@ -114,7 +114,7 @@ describe("an abandoned call sends no follow-up", () => {
   it("after NOSCRIPT, the EVAL of a call abandoned at its deadline is never sent, so nothing is charged", async () => {
     const store = resilientStore(redisStore({ client, denyCache: false }), { timeoutMs: 100, logger: false });
     const limiter = createRateLimiter({ policy: hourly("fixed-window", 5), store, prefix: uniquePrefix() });
-    await limiter.peek("warm"); // the store knows the server holds the script: it sends EVALSHA
+    await limiter.limit("warm"); // the store knows the server holds the charge's script: it sends EVALSHA
     await admin.script("FLUSH");
     const evalsBefore = await evalCalls(admin);
     redis.kill("SIGSTOP");

@@ -42,6 +42,20 @@ export function blockTests(ctx: ContractContext): void {
       expect((await limiter.limit("k")).remaining).toBe(1);
     });
 
+    it("block() on a single policy: every charge denied until the block ends, none of them counted", async () => {
+      const { limiter, at } = timed(windowed(kind, 5, 60_000, "p"));
+      await limiter.limit("k");
+      await limiter.limit("k", { cost: 2 });
+      await limiter.block("k", "10s");
+      for (const cost of [1, 2, 1]) {
+        const d = await limiter.limit("k", { cost });
+        expect(d.allowed).toBe(false);
+        expect(d.retryAfterMs).toBe(10_000);
+      }
+      at(10_000);
+      expect((await limiter.limit("k")).remaining).toBe(1);
+    });
+
     it("block() and unblock(): a manual ban on any policy set, the counters kept", async () => {
       const { limiter, at } = timed([windowed(kind, 5, 10_000, "a"), windowed("fixed-window", 9, 60_000, "b")]);
       await limiter.limit("k");

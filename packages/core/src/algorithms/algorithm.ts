@@ -188,6 +188,18 @@ export interface LuaAlgorithm {
   readonly parameterAt?: (p: Policy, nowMs: number) => number;
   /** Largest limit the Redis state represents exactly, when below the policy factory's own bound. */
   readonly maxLimit?: number;
+  /**
+   * Optional: the single-policy script's first step for a charge (pasted before the rest), and
+   * how the store reads its short answer (two numbers) as the usual result of the charge, from the
+   * charge's cost and the policy's limit and parameter. `source(true)` is the step of a script of
+   * its own for a charge of 1 on the server's clock, whose ARGV are only the limit and parameter.
+   */
+  readonly fast?: {
+    source(one: boolean): string;
+    expand(reply: readonly number[], cost: number, limit: number, parameter: number): number[];
+  };
+  /** Optional: what every script that starts a block on this kind's state key \`k\` also runs. */
+  readonly blockMark?: string;
 }
 
 /** The figures the docs show for a kind (the algorithm table of docs/reference/options.md, under "Policies"). */

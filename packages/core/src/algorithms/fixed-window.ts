@@ -85,12 +85,14 @@ export function fixedWindow(options: WindowPolicyOptions): Policy {
 /**
  * Fixed window in Lua. Parameter: window ms. The stored window index is kept modulo 2^20 beside
  * the count in one integer (Redis int-encodes it); indexes compare by modular difference, so a
- * clock stepping back stays in the stored window, as in the TypeScript. Read: index, count, and
- * c = whether the stored state is that window's.
+ * clock stepping back stays in the stored window, as in the TypeScript. A block of the key adds
+ * the flag 2^52 (see {@link FW_BLOCK_MARK}), which the read sets aside in fl and every rewrite
+ * keeps. Read: index, count, fl, and c = whether the stored state is that window's.
  */
 const FW_READ = `local size, v = P * 1000, tonumber(redis.pcall("GET", k))
-local index, count = floor(now / size), 0
+local index, count, fl = floor(now / size), 0, 0
 c = false
+if v and v >= 4503599627370496 then fl, v = 4503599627370496, v - 4503599627370496 end
 if v and v >= 0 then
   local dd = (index - v) % 1048576
   if dd == 0 or dd >= 524288 then
@@ -100,12 +102,82 @@ if v and v >= 0 then
 end
 `;
 
+/**
+ * The single-policy script's first step: a charge in the current window is one `INCRBY`, its
+ * answer read in place of a `GET`, with no read of the block key. It answers `{value, now}` (see
+ * {@link expandFixed}) when the value it finds is this window's, holds no block flag and was
+ * there before: admitted, or denied and the `INCRBY` undone in the same call. Anything else (a
+ * new key, another window, a flag, another kind's state) undoes the `INCRBY`, clearing a flag
+ * whose block has ended, and falls through to the general path. A block is only ever started on
+ * a key by the scripts that also flag it, so an unflagged value of the current window is unblocked.
+ * `one`: the script for a charge of 1 on the server's clock, whose ARGV are only the limit and
+ * the window (one argument less to pass and read: this is most decisions).
+ */
+const fwFast = (one: boolean): string => {
+  const [L, P, c] = one ? ["ARGV[1]", "ARGV[2]", "1048576"] : ["ARGV[2]", "ARGV[3]", "c"];
+  const open = one
+    ? `local t = redis.call("TIME")
+local now = t[1] * 1000000 + t[2]
+local v = redis.pcall("INCRBY", KEYS[1], "1048576")
+`
+    : `local cost = ARGV[1] + 0
+if cost > 0 then
+local now, c = ARGV[4], cost * 1048576
+if now then now = now + 0 else local t = redis.call("TIME") now = t[1] * 1000000 + t[2] end
+local v = redis.pcall("INCRBY", KEYS[1], cost == 1 and "1048576" or string.format("%d", c))
+`;
+  return `${open}if type(v) == "number" then
+local size = ${P} * 1000
+if v % 1048576 == (now - now % size) / size % 1048576 and v ~= ${c} then
+if v < (${L} + 1) * 1048576 then return {v, now} end
+if v < 4503599627370496 then
+redis.call("INCRBY", KEYS[1], ${one ? `"-1048576"` : `string.format("%d", -c)`})
+return {v, now}
+end
+end
+local u, bk = v - ${c}, KEYS[1] .. ":b"
+if u == 0 then redis.call("DEL", KEYS[1])
+elseif u >= 4503599627370496 and not ((tonumber(redis.pcall("GET", bk)) or 0) > now) then
+redis.call("SET", KEYS[1], string.format("%d", u - 4503599627370496), "KEEPTTL")
+else redis.call("INCRBY", KEYS[1], string.format("%d", -${c})) end
+end
+${one ? "" : "end\n"}`;
+};
+
+/**
+ * Flags the fixed-window state in \`k\` as blocked (run by every script that starts a block on
+ * it): the single-policy script's first step then leaves it to the general path, which reads the
+ * block key. A missing key needs no flag: the first step never takes a new key.
+ */
+export const FW_BLOCK_MARK = `local fv = tonumber(redis.pcall("GET", k))
+if fv and fv >= 0 and fv < 4503599627370496 then redis.call("SET", k, fmt("%d", fv + 4503599627370496), "KEEPTTL") end
+`;
+
+/**
+ * The first step's answer \`{value, now}\` as the script's usual result: the value after the
+ * charge's \`INCRBY\` (count × 2^20 + window index mod 2^20), now in µs. The same figures, by the
+ * same double arithmetic, as the eval fragment's.
+ */
+function expandFixed(reply: readonly number[], cost: number, limit: number, windowMs: number): number[] {
+  const size = windowMs * 1000;
+  const now = reply[1]!;
+  const index = Math.floor(now / size);
+  const count = Math.floor(reply[0]! / 1048576);
+  const end = Math.ceil(((index + 1) * size) / 1000);
+  if (count <= limit) return [1, 1, limit - count, end, 0, index];
+  const before = count - cost;
+  return [0, 0, Math.max(0, limit - before), end, cost > limit ? -1 : Math.ceil(((index + 1) * size - now) / 1000)];
+}
+
 /** Redis state: the integer count * 2^20 + (window index mod 2^20). */
 const FIXED_WINDOW_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "f",
   parameter: (p: Policy) => p.windowMs,
-  // Counts are packed with a 20-bit window index into one exact double.
-  maxLimit: 4_294_967_296, // 2 ** 32
+  // Counts are packed with a 20-bit window index into one exact double, below the block flag
+  // 2^52; a settlement's overcharge takes a count to at most twice the limit.
+  maxLimit: 2_147_483_647, // 2 ** 31 - 1
+  fast: { source: fwFast, expand: expandFixed },
+  blockMark: FW_BLOCK_MARK,
   fragments: {
     eval: `${FW_READ}local wend = (index + 1) * size
 ok = count + cost <= L
@@ -120,13 +192,13 @@ else redis.call("SET", k, fmt("%d", b * 1048576 + a % 1048576), "PX", fmt("%d", 
 out[i + 1], out[j] = L - b, a
 `,
     settle: settleFragment(
-      `${FW_READ}if c and index == m then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "KEEPTTL") end
+      `${FW_READ}if c and index == m then redis.call("SET", k, fmt("%d", fl + max(0, count - cost) * 1048576 + index % 1048576), "KEEPTTL") end
 `,
-      `${FW_READ}if c and index == m then redis.call("SET", k, fmt("%d", math.min(count + cost, 2 * L, 8589934591) * 1048576 + index % 1048576), "KEEPTTL") end
+      `${FW_READ}if c and index == m then redis.call("SET", k, fmt("%d", fl + math.min(count + cost, 2 * L, 8589934591) * 1048576 + index % 1048576), "KEEPTTL") end
 `,
     ),
     refund:
-      `${FW_READ}if c and (m == nil or index == m) then redis.call("SET", k, fmt("%d", max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
+      `${FW_READ}if c and (m == nil or index == m) then redis.call("SET", k, fmt("%d", fl + max(0, count - cost) * 1048576 + index % 1048576), "PX", fmt("%d", max(1, ceil(((index + 1) * size - now) / 1000)))) end
 `,
   },
 }))();

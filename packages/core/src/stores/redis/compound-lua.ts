@@ -1,4 +1,4 @@
-import { dispatch, type LuaScript, POLICY, prelude } from "./lua.ts";
+import { dispatch, type LuaScript, markBlock, POLICY, prelude } from "./lua.ts";
 
 /*
  * The compound script: several (policy set, key) pairs decided and charged in one atomic call
@@ -50,7 +50,7 @@ if bm > 0 then
 local bk = KEYS[ds] .. ":b"
 bu = now + bm * 1000
 redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", bm))
-end
+${markBlock("KEYS[ds]", "ARGV[ds * 3 - 1]")}end
 end
 if bu then
 for q = ds * 4 - 2, de * 4 - 2, 4 do
@@ -72,7 +72,7 @@ return out
 }
 
 /** SHA1 of the compound script, precomputed (test/redis/lua-sha.test.ts recomputes it). */
-export const COMPOUND_SCRIPT_SHA = "7d921f2ebc3c4750a3c0c172cce61347a9064a72";
+export const COMPOUND_SCRIPT_SHA = "d0d6a2f8647e5b5babec90d68acd225fdcb03604";
 
 let script: LuaScript | undefined;
 

@@ -141,7 +141,7 @@ return out
 }
 
 /** The lease script's SHA1, precomputed (a test recomputes it from the source). */
-export const LEASE_SCRIPT_SHA = "61c1f12179775561223521135cfe430d8db4cc63";
+export const LEASE_SCRIPT_SHA = "a000696fbd5ae2979e9dff5d7ab09dc2c3281f5e";
 
 let script: LuaScript | undefined;
 

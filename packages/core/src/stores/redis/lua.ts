@@ -83,12 +83,23 @@ end
 if bm > 0 then
 bu = now + bm * 1000
 redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", bm))
-${BLOCKED}end
+${markBlock("KEYS[1]", "ARGV[2]")}${BLOCKED}end
 `;
+
+/**
+ * After a block key is written: the blocked state key (\`key\`, its policy's kind letter in
+ * \`kind\`) marked as its kind requires (\`LuaAlgorithm.blockMark\`), so that a script that skips
+ * the block key for unmarked state sees the block.
+ */
+export function markBlock(key: string, kind: string): string {
+  const marked = POLICY_KINDS.filter((k) => ALGORITHMS[k].lua.blockMark !== undefined);
+  const branches = marked.map((k) => `${kind} == "${ALGORITHMS[k].lua.code}" then\nlocal k = ${key}\n${ALGORITHMS[k].lua.blockMark}`);
+  return branches.length === 0 ? "" : `if ${branches.join("elseif ")}end\n`;
+}
 
 function singleScript(kind: PolicyKind): string {
   const f = ALGORITHMS[kind].lua.fragments;
-  return `${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
+  return `${ALGORITHMS[kind].lua.fast?.source(false) ?? ""}${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
 if refund then
 local m = ARGV[5]
 if m then m = m + 0 end
@@ -166,7 +177,7 @@ end
 if op == "b" then
 local bk = KEYS[1] .. ":b"
 redis.call("SET", bk, fmt("%d", now + amount * 1000), "PX", fmt("%d", amount))
-return 0
+${markBlock("KEYS[1]", "ARGV[4]")}return 0
 end
 local ok, a, b, c, d, e, cost
 for p = 1, #KEYS do
@@ -184,8 +195,21 @@ return 0
 `;
 }
 
-/** The scripts: one per kind, the multi-policy one, and the one for penalties and blocks. */
-export type ScriptName = PolicyKind | "multi" | "admin";
+/**
+ * A kind's script for a charge of 1 on the server's clock, for the kinds with a first step
+ * (\`LuaAlgorithm.fast\`): that step with ARGV limit and parameter only, then the kind's script
+ * reading its ARGV from a table made as the kind's script would receive them.
+ */
+function oneScript(kind: PolicyKind): string {
+  return `${ALGORITHMS[kind].lua.fast!.source(true)}local A = {"1", ARGV[1], ARGV[2]}
+${singleScript(kind).replace(/^[\s\S]*?(?=local floor, ceil)/, "").replaceAll("ARGV[", "A[")}`;
+}
+
+/** The scripts: one per kind, one for a charge of 1 of some kinds, the multi-policy one, and the one for penalties and blocks. */
+export type ScriptName = PolicyKind | `${PolicyKind}:1` | "multi" | "admin";
+
+/** The scripts by name: every one but the charge-of-1 scripts of kinds without a first step. */
+export type Scripts = Readonly<Record<PolicyKind | "multi" | "admin", LuaScript> & Partial<Record<`${PolicyKind}:1`, LuaScript>>>;
 
 /** A script's source and its SHA1 (for EVALSHA). */
 export interface LuaScript {
@@ -197,27 +221,31 @@ export interface LuaScript {
  * SHA1 of each script, precomputed so no runtime needs a hash function; a test recomputes them
  * from the sources (and prints the new values when a script changes).
  */
-export const SCRIPT_SHA: Readonly<Record<ScriptName, string>> = {
+export const SCRIPT_SHA: Readonly<Partial<Record<ScriptName, string>>> = {
   "token-bucket": "d78a439fd22fc6d7cceb5abcf11fa5452f9837a2",
-  "fixed-window": "fe01adf0c698168ac63b0fb95d60209cba7efb2f",
+  "fixed-window": "74344e632dd1c914144f27dddbaa0cbab5458705",
   "sliding-window": "0aeb1e53617d7f08fb240587b41f2dc6694de95b",
   "sliding-log": "3a44f33f4c58a416b82f579f76bb024337f3044a",
   concurrency: "8f5f299998e68ddfac4ef0b9d324a51622824729",
-  admin: "18c475329273b42fa25e2c31f222b5dafac09dee",
+  admin: "6d17a788b8a649dd47596f4315a5a35c0cdeae41",
   "calendar-window": "813222cb073e1c9984ee27b3bf43f8a2853bc2b3",
-  multi: "96699bbe7c23062946ff742087610d377439348d",
+  "fixed-window:1": "aa3d43292ac13e774303b18bef55d5ccc95146c5",
+  multi: "deac5cb97539e82d3c745175cdc7534f180015e0",
 };
 
-let scripts: Record<ScriptName, LuaScript> | undefined;
+let scripts: Scripts | undefined;
 
-/** The scripts (one per kind, and the multi-policy one), built on first use (nothing runs at import time). */
-export function luaScripts(): Readonly<Record<ScriptName, LuaScript>> {
+/** The scripts (see {@link ScriptName}), built on first use (nothing runs at import time). */
+export function luaScripts(): Scripts {
   if (scripts === undefined) {
     const built: Partial<Record<ScriptName, LuaScript>> = {};
-    for (const kind of POLICY_KINDS) built[kind] = { source: singleScript(kind), sha: SCRIPT_SHA[kind] };
-    built.multi = { source: multiScript(), sha: SCRIPT_SHA.multi };
-    built.admin = { source: adminScript(), sha: SCRIPT_SHA.admin };
-    scripts = built as Record<ScriptName, LuaScript>;
+    for (const kind of POLICY_KINDS) built[kind] = { source: singleScript(kind), sha: SCRIPT_SHA[kind]! };
+    for (const kind of POLICY_KINDS) {
+      if (ALGORITHMS[kind].lua.fast !== undefined) built[`${kind}:1`] = { source: oneScript(kind), sha: SCRIPT_SHA[`${kind}:1`]! };
+    }
+    built.multi = { source: multiScript(), sha: SCRIPT_SHA.multi! };
+    built.admin = { source: adminScript(), sha: SCRIPT_SHA.admin! };
+    scripts = built as Scripts;
   }
   return scripts;
 }

@@ -77,8 +77,8 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "91b3a2f942961bf29b448837eb76524444f91aa5",
-  settle: "cc5e8091c9772abae947595f0941b4a2471c96f6",
+  reserve: "399ed837ac697fef1fbd1b2f709a004a4fb11e74",
+  settle: "65d23c9343ef643b439b443581c094db48b2a208",
 } as const;
 
 let scripts: { readonly reserve: LuaScript; readonly settle: LuaScript } | undefined;

@@ -1,6 +1,4 @@
 import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
-import { ALGORITHMS } from "../../algorithms/registry.ts";
-import { FloodgateError } from "../../errors.ts";
 import type { CallSignal, LeaseRequest, ManyCall, PolicySet, RateLimitStore, StoreResult } from "../store.ts";
 import { compoundCall, type CompoundState } from "./compound-store.ts";
 import { isBoolean, oneOf, type OptionSpecs, whole } from "../../validation.ts";
@@ -8,6 +6,7 @@ import { denyCached } from "../deny-cache/deny-cache-store.ts";
 import { baseKey, keysOf } from "./keys.ts";
 import { leaseCall } from "./lease-store.ts";
 import { type LuaScript, luaScripts } from "./lua.ts";
+import { multiTailOf, type Prepared, prepareSet, type ScriptGate } from "./prepared.ts";
 import { abandoned, isNoScript, isResult, storeError, unexpectedReply } from "./replies.ts";
 import { ledgerKey, reservationScripts } from "./reservation-lua.ts";
 
@@ -62,51 +61,6 @@ export const SCRIPT_STORE_OPTIONS: OptionSpecs = {
 };
 
 type Op = "consume" | "peek" | "refund";
-
-/** Whether a store's server is known to hold a script: until then, and after a NOSCRIPT, calls EVAL. */
-type ScriptGate = { loaded: boolean };
-
-/** Everything about a policy set a call needs, computed once per set. */
-interface Prepared {
-  readonly script: LuaScript;
-  /** Whether this store's server is known to hold `script` (shared by every set on it). */
-  readonly gate: ScriptGate;
-  readonly count: number;
-  /** ARGV after the cost: per policy (kind letter in the multi script,) limit, parameter. */
-  readonly tail: readonly string[];
-  /** The whole ARGV of a consume of cost 1 and of a peek on the server's clock: the same every call. */
-  readonly consume1: readonly string[];
-  readonly peek: readonly string[];
-  /** Per policy its `block` in ms, sent after the time with a consume; empty when no policy blocks. */
-  readonly blocks: readonly string[];
-  /** Per policy: kind letter, limit, parameter (the admin and reservation scripts' form, single policies too). */
-  readonly multiTail: readonly string[];
-  /** Whether ARGV may be precomputed: the store owns the clock and no parameter depends on it. */
-  readonly constant: boolean;
-  /**
-   * Sets with a parameter depending on the clock (a calendar window's boundaries): `tail` and
-   * `multiTail` at the client's `nowMs`; undefined for every other set.
-   */
-  readonly at: ((nowMs: number) => { tail: readonly string[]; multiTail: readonly string[] }) | undefined;
-}
-
-/** The tails of {@link Prepared} at `nowMs`, for a set some of whose parameters depend on the clock. */
-function tailsAt(set: PolicySet, multi: boolean, nowMs: number): { tail: readonly string[]; multiTail: readonly string[] } {
-  const tail: string[] = [];
-  const multiTail: string[] = [];
-  for (const p of set.policies) {
-    const lua = ALGORITHMS[p.kind].lua;
-    const parameter = String(lua.parameterAt === undefined ? lua.parameter(p) : lua.parameterAt(p, nowMs));
-    if (multi) tail.push(lua.code);
-    tail.push(String(p.limit), parameter);
-    multiTail.push(lua.code, String(p.limit), parameter);
-  }
-  return { tail, multiTail };
-}
-
-/** The per-policy arguments of the admin and reservation scripts at `nowMs`. */
-const multiTailOf = (prepared: Prepared, nowMs: number): readonly string[] =>
-  prepared.at === undefined ? prepared.multiTail : prepared.at(nowMs).multiTail;
 
 const NO_RESULT: StoreResult = /* @__PURE__ */ Object.freeze([]);
 
@@ -318,8 +272,12 @@ export class ScriptStore implements RedisScriptStore {
   ): Promise<StoreResult> {
     const keys = keysOf(base, prepared.count);
     let args: readonly string[];
-    if (prepared.constant && cost === 1 && op !== "refund") args = op === "consume" ? prepared.consume1 : prepared.peek;
-    else {
+    let { script, gate } = prepared;
+    if (prepared.constant && cost === 1 && op !== "refund") {
+      if (op === "peek") args = prepared.peek;
+      else if (prepared.one === undefined) args = prepared.consume1;
+      else ({ script, gate } = prepared.one, args = prepared.tail);
+    } else {
       const tail = prepared.at === undefined ? prepared.tail : prepared.at(nowMs).tail;
       const list = [op === "consume" ? String(cost) : op === "peek" ? "0" : String(-cost), ...tail];
       const after = marks ?? (op === "consume" && prepared.blocks.length > 0 ? prepared.blocks : undefined);
@@ -329,8 +287,6 @@ export class ScriptStore implements RedisScriptStore {
       if (after !== undefined) { for (const mark of after) list.push(String(mark)); }
       args = list;
     }
-    const script = prepared.script;
-    const gate = prepared.gate;
     let reply: unknown;
     if (gate.loaded) {
       try {
@@ -346,6 +302,7 @@ export class ScriptStore implements RedisScriptStore {
       reply = await this.#eval(script, keys, args, op, gate);
     }
     if (op === "refund") return NO_RESULT;
+    if (prepared.fast !== undefined && op === "consume" && isResult(reply, 2)) reply = prepared.fast(reply, cost);
     // A charged admission carries one mark per policy after the figures.
     const length = 1 + prepared.count * FIELDS_PER_POLICY +
       (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
@@ -355,44 +312,15 @@ export class ScriptStore implements RedisScriptStore {
   }
 
   #prepare(set: PolicySet): Prepared {
-    const tail: string[] = [];
-    const multiTail: string[] = [];
-    // A policy's block is applied by the multi-policy script, one policy or several.
-    const blocking = set.policies.some((p) => p.blockMs > 0);
-    const multi = set.policies.length > 1 || blocking;
-    for (const p of set.policies) {
-      const lua = ALGORITHMS[p.kind].lua;
-      if (lua.maxLimit !== undefined && p.limit > lua.maxLimit) {
-        throw new FloodgateError(
-          "INVALID_ARGUMENT",
-          `${this.name} store: ${
-            p.kind.replace(/-/g, " ")
-          } "${p.name}" has limit ${p.limit}; Redis stores accept ${p.kind} limits up to ${lua.maxLimit}.`,
-        );
-      }
-      if (multi) tail.push(lua.code);
-      tail.push(String(p.limit), String(lua.parameter(p)));
-      multiTail.push(lua.code, String(p.limit), String(lua.parameter(p)));
-    }
-    const blocks = blocking ? set.policies.map((p) => String(p.blockMs)) : [];
-    const clocked = set.policies.some((p) => ALGORITHMS[p.kind].lua.parameterAt !== undefined);
-    const scripts = luaScripts();
-    const script = multi ? scripts.multi : scripts[set.policies[0]!.kind];
-    let gate = this.#gates.get(script.sha);
-    if (gate === undefined) this.#gates.set(script.sha, gate = { loaded: false });
-    const prepared: Prepared = Object.freeze({
-      script,
-      gate,
-      count: set.policies.length,
-      tail: Object.freeze(tail),
-      consume1: Object.freeze(blocking ? ["1", ...tail, "", ...blocks] : ["1", ...tail]),
-      peek: Object.freeze(["0", ...tail]),
-      blocks: Object.freeze(blocks),
-      multiTail: Object.freeze(multiTail),
-      constant: this.ownsClock && !clocked,
-      at: clocked ? (nowMs: number) => tailsAt(set, multi, nowMs) : undefined,
-    });
+    const prepared = prepareSet(this.name, set, this.ownsClock, (script) => this.#gate(script));
     this.#prepared.set(set, prepared);
     return prepared;
+  }
+
+  /** The gate of a script on this store's server, shared by every policy set that calls it. */
+  #gate(script: LuaScript): ScriptGate {
+    let gate = this.#gates.get(script.sha);
+    if (gate === undefined) this.#gates.set(script.sha, gate = { loaded: false });
+    return gate;
   }
 }
