@@ -14,7 +14,9 @@
  * Round trips per decision are counted at the client (every query sent); rows written per
  * decision from pg_stat_xact_user_tables (node-postgres subjects); bytes per identifier from the rows left after the run
  * (pg_column_size: the heap tuple, before the index). Leased mode: store calls per 1,000
- * decisions of a limiter in `mode: "leased"` on ten busy identifiers.
+ * decisions of a limiter in `mode: "leased"` on ten busy identifiers. `--baseline DIR`: the
+ * counter kinds through another version's store as well (a copy made by
+ * scripts/bench-baseline.sh), in the schema `baseline`.
  */
 import pg from "pg";
 import postgres from "postgres";
@@ -111,6 +113,20 @@ for (const [kind, policy] of kinds.slice(0, 2)) {
     prefix,
     decide: (id) => limiter.limit(id),
   });
+}
+// `--baseline DIR`: another version's store (a copy made by scripts/bench-baseline.sh), its
+// migration in the schema `baseline`, through node-postgres, for the counter kinds.
+const baselineAt = process.argv.indexOf("--baseline");
+if (baselineAt > 0) {
+  const dir = process.argv[baselineAt + 1]!;
+  const before = (await import(`${dir}/packages/postgres/src/index.ts`)) as typeof import("../packages/postgres/src/index.ts");
+  const store = before.postgresStore({ client: pool, schema: "baseline", sweepEvery: 0 });
+  await store.migrate();
+  for (const [kind, policy] of kinds.slice(0, 3)) {
+    const prefix = `b${++serial}:`;
+    const limiter = createRateLimiter({ policy: policy(), store, prefix, resilience: false });
+    subjects.push({ name: `Floodgate ${kind} (pg, baseline)`, table: "baseline.limits", prefix, decide: (id) => limiter.limit(id) });
+  }
 }
 const flexible = await new Promise<RateLimiterPostgres>((resolve, reject) => {
   const limiter: RateLimiterPostgres = new RateLimiterPostgres(

@@ -135,16 +135,18 @@ describe.skipIf(unavailable !== undefined).each(CLIENTS)("equivalence with the s
         policiesArb,
         fc.integer({ min: 0, max: 600 }).map((n) => T0 + n * GRAIN_MS),
         fc.array(opArb(backwards), { minLength: 1, maxLength: 40 }),
-        async (policies, start, ops) => {
+        fc.boolean(),
+        async (policies, start, ops, sweeping) => {
           const set: PolicySet = Object.freeze({ prefix: uniquePrefix(), policies: Object.freeze(policies) });
-          // Forward time: a sweep on every charging call, which must change no decision.
-          await replay(memoryStore(), h.store("local", { sweepEvery: backwards ? 0 : 1 }), set, start, ops);
+          // Forward time, in half the runs: a sweep on every charging call, which must change no
+          // decision (such a call goes through the consume function, not a charge function).
+          await replay(memoryStore(), h.store("local", { sweepEvery: !backwards && sweeping ? 1 : 0 }), set, start, ops);
         },
       ),
       { numRuns },
     );
 
-  it("identical results on forward-moving time (every operation; sweeps on every call)", async () => {
+  it("identical results on forward-moving time (every operation; sweeps on every call in half the runs)", async () => {
     await check(false, 120);
   }, 240_000);
 

@@ -1,19 +1,39 @@
--- Floodgate PostgreSQL store, schema version 2.
+-- Floodgate PostgreSQL store, schema version 3.
 BEGIN;
 SELECT pg_advisory_xact_lock(hashtext('floodgate:floodgate.limits'));
 CREATE SCHEMA IF NOT EXISTS floodgate;
 
--- One row per identifier and limiter (key = prefix{identifier}): every policy's numbers in nums,
--- the sliding logs' entries in logs, the end of a block; expires_at_us, when the row stops
--- mattering (µs since the epoch). fillfactor leaves room for updates in place.
+-- One row per identifier and limiter (key = prefix{identifier}). One counter policy (token
+-- bucket, fixed window, sliding window) keeps its numbers in num1..num3, nums NULL; any other set
+-- every policy's numbers in nums, the sliding logs' entries in logs. blocked_until_us: the end of
+-- a block (NULL: none); expires_at_us, when the row stops mattering (µs since the epoch).
+-- fillfactor leaves room for updates in place.
 CREATE TABLE IF NOT EXISTS floodgate.limits (
   key text COLLATE "C" PRIMARY KEY,
   set_kinds text NOT NULL,
-  nums float8[] NOT NULL,
+  nums float8[],
   logs float8[],
-  blocked_until_us float8 NOT NULL DEFAULT 0,
-  expires_at_us float8 NOT NULL
+  blocked_until_us float8,
+  expires_at_us float8 NOT NULL,
+  num1 float8,
+  num2 float8,
+  num3 float8
 ) WITH (fillfactor = 70);
+-- From schema version 1 or 2: the plain columns added, nothing rewritten. Rows keep their numbers
+-- in nums, which every function still reads; a charge moves a counter policy's row to num1..num3.
+DO $mig$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'floodgate.limits'::regclass AND attname = 'num1' AND NOT attisdropped) THEN
+    ALTER TABLE floodgate.limits ADD COLUMN num1 float8, ADD COLUMN num2 float8, ADD COLUMN num3 float8,
+      ALTER COLUMN nums DROP NOT NULL, ALTER COLUMN blocked_until_us DROP NOT NULL, ALTER COLUMN blocked_until_us DROP DEFAULT;
+  END IF;
+  -- Version 1 and 2's consume (its first argument named k) is replaced by one whose first argument
+  -- is named ky: an older version's migration, which would put back functions that do not read
+  -- num1..num3, then fails (PostgreSQL refuses to rename an argument) instead of downgrading them.
+  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('floodgate.limits_consume(text, text, float8[], float8[], float8[], float8, float8, text, float8, int)')
+      AND proargnames[1] = 'k') THEN
+    DROP FUNCTION floodgate.limits_consume(text, text, float8[], float8[], float8[], float8, float8, text, float8, int);
+  END IF;
+END $mig$;
 CREATE INDEX IF NOT EXISTS limits_expires_at_us ON floodgate.limits (expires_at_us);
 
 -- Reservations and leases outstanding: per key and id, what was charged and where.
@@ -26,7 +46,7 @@ CREATE TABLE IF NOT EXISTS floodgate.limits_ledger (
 );
 CREATE INDEX IF NOT EXISTS limits_ledger_expires_at_us ON floodgate.limits_ledger (expires_at_us);
 
-CREATE OR REPLACE FUNCTION floodgate.limits_consume(k text, kinds text, lims float8[], pars float8[], blocks float8[],
+CREATE OR REPLACE FUNCTION floodgate.limits_consume(ky text, kinds text, lims float8[], pars float8[], blocks float8[],
   cost float8, nw float8, rid text, ttl float8, sweep int) RETURNS float8[]
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -36,13 +56,15 @@ DECLARE
   kd text; lim float8; par float8; c float8; cc float8; ch boolean; srv boolean := nw IS NULL;
   tat float8; nx float8; sz float8; ix float8; cu float8; pv float8; we float8; ws float8; el float8; bu float8; e0 float8;
   es float8; ac float8; allowed boolean; expiry float8; bm float8; tidied boolean := false;
+  k text := ky;
 BEGIN
 IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 n := length(kinds);
 IF n = 1 AND rid IS NULL AND sweep <= 0 AND kinds IN ('f', 't', 's') THEN
-  SELECT s.set_kinds, s.nums, s.blocked_until_us INTO stored_kinds, st, bl FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
+  SELECT s.set_kinds, coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END), coalesce(s.blocked_until_us, 0) INTO stored_kinds, st, bl FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
   IF FOUND AND stored_kinds = kinds THEN
     IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8; END IF;
     IF bl <= nw THEN
@@ -145,7 +167,7 @@ lo := lo + cardinality(e);
 END CASE;
       IF ch AND r[2] = 1 THEN
         -- The expiry: the state's (a block in the past ends earlier still).
-        UPDATE floodgate.limits s SET nums = st, expires_at_us = ex WHERE s.key = k;
+        UPDATE floodgate.limits s SET nums = NULL, num1 = st[1], num2 = st[2], num3 = st[3], expires_at_us = ex WHERE s.key = k;
         r[1] := 1;
         RETURN r || mk;
       ELSIF NOT ch OR blocks IS NULL THEN
@@ -156,7 +178,8 @@ END CASE;
   END IF;
 END IF;
 LOOP
-SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+SELECT s.set_kinds, coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END), coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
@@ -297,10 +320,14 @@ FOR p IN 1..n LOOP
   IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
 END LOOP;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -421,10 +448,14 @@ IF rid IS NOT NULL THEN
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -446,6 +477,109 @@ RETURN r;
 END
 $fn$;
 
+CREATE OR REPLACE FUNCTION floodgate.limits_charge_t(ky text, lim float8, par float8, cost float8, nw float8, blocks float8[])
+  RETURNS float8[]
+LANGUAGE plpgsql AS $fn$
+DECLARE r float8[];
+BEGIN
+  nw := coalesce(nw, floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8);
+  INSERT INTO floodgate.limits AS s (key, set_kinds, num1, expires_at_us) SELECT ky, 't', nw + cost * par, nw + cost * par WHERE cost <= lim AND (nw + cost * par) - nw <= lim * par
+  ON CONFLICT (key) DO UPDATE SET num1 = greatest(s.num1, nw) + cost * par, expires_at_us = greatest(s.num1, nw) + cost * par
+  WHERE s.set_kinds = 't' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
+    AND cost <= lim AND (greatest(s.num1, nw) + cost * par) - nw <= lim * par
+  RETURNING ARRAY[1, 1, floor((lim * par - (s.num1 - nw)) / par), ceil(s.num1 / 1000), 0, s.num1]::float8[] INTO r;
+  IF r IS NOT NULL THEN RETURN r; END IF;
+  SELECT ARRAY[0, 0, greatest(0, floor((lim * par - (greatest(s.num1, nw) - nw)) / par)), ceil(greatest(s.num1, nw) / 1000),
+      CASE WHEN cost > lim THEN -1 ELSE ceil(((greatest(s.num1, nw) + cost * par) - lim * par - nw) / 1000) END]::float8[] INTO r
+  FROM floodgate.limits s WHERE s.key = ky AND blocks IS NULL
+    AND s.set_kinds = 't' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
+    AND NOT (cost <= lim AND (greatest(s.num1, nw) + cost * par) - nw <= lim * par)
+  FOR UPDATE OF s;
+  IF r IS NOT NULL THEN RETURN r; END IF;
+  RETURN floodgate.limits_consume(ky, 't', ARRAY[lim], ARRAY[par], blocks, cost, nw, NULL, 0, 0);
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_charge_f(ky text, lim float8, par float8, cost float8, nw float8, blocks float8[])
+  RETURNS float8[]
+LANGUAGE plpgsql AS $fn$
+DECLARE r float8[];
+BEGIN
+  nw := coalesce(nw, floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8);
+  INSERT INTO floodgate.limits AS s (key, set_kinds, num1, num2, expires_at_us) SELECT ky, 'f', floor(nw / (par * 1000)), cost, (floor(nw / (par * 1000)) + 1) * (par * 1000) WHERE cost <= lim
+  ON CONFLICT (key) DO UPDATE SET num1 = greatest(excluded.num1, s.num1), num2 = CASE WHEN s.num1 >= excluded.num1 THEN s.num2 ELSE 0 END + cost, expires_at_us = (greatest(excluded.num1, s.num1) + 1) * (par * 1000)
+  WHERE s.set_kinds = 'f' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
+    AND CASE WHEN s.num1 >= excluded.num1 THEN s.num2 ELSE 0 END + cost <= lim
+  RETURNING ARRAY[1, 1, lim - s.num2, ceil(s.expires_at_us / 1000), 0, s.num1]::float8[] INTO r;
+  IF r IS NOT NULL THEN RETURN r; END IF;
+  SELECT ARRAY[0, 0, greatest(0, lim - CASE WHEN s.num1 >= floor(nw / (par * 1000)) THEN s.num2 ELSE 0 END), ceil((greatest(floor(nw / (par * 1000)), s.num1) + 1) * (par * 1000) / 1000),
+      CASE WHEN cost > lim THEN -1 ELSE ceil(((greatest(floor(nw / (par * 1000)), s.num1) + 1) * (par * 1000) - nw) / 1000) END]::float8[] INTO r
+  FROM floodgate.limits s WHERE s.key = ky AND blocks IS NULL
+    AND s.set_kinds = 'f' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
+    AND NOT (CASE WHEN s.num1 >= floor(nw / (par * 1000)) THEN s.num2 ELSE 0 END + cost <= lim)
+  FOR UPDATE OF s;
+  IF r IS NOT NULL THEN RETURN r; END IF;
+  RETURN floodgate.limits_consume(ky, 'f', ARRAY[lim], ARRAY[par], blocks, cost, nw, NULL, 0, 0);
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION floodgate.limits_charge_s(ky text, lim float8, par float8, cost float8, nw float8, blocks float8[])
+  RETURNS float8[]
+LANGUAGE plpgsql AS $fn$
+DECLARE r float8[];
+  st float8[]; o int := 1; i int := 2; c float8 := cost; ch boolean := true;
+  ix float8; cu float8; pv float8; ws float8; el float8; bu float8; e0 float8; tat float8; mk float8; ex float8;
+BEGIN
+  nw := coalesce(nw, floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8);
+  INSERT INTO floodgate.limits AS s (key, set_kinds, num1, num2, num3, expires_at_us) SELECT ky, 's', floor(nw / (par * 1000)), cost, 0, (floor(nw / (par * 1000)) * par + 2 * par) * 1000 WHERE cost * par <= lim * par
+  ON CONFLICT (key) DO UPDATE SET num1 = greatest(excluded.num1, s.num1), num2 = CASE WHEN s.num1 >= excluded.num1 THEN s.num2 ELSE 0 END + cost, num3 = CASE WHEN s.num1 >= excluded.num1 THEN s.num3 WHEN s.num1 = excluded.num1 - 1 THEN s.num2 ELSE 0 END, expires_at_us = (greatest(excluded.num1, s.num1) * par + 2 * par) * 1000
+  WHERE s.set_kinds = 's' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
+    AND (CASE WHEN s.num1 >= excluded.num1 THEN s.num2 ELSE 0 END + cost) * par <= (lim * par - (CASE WHEN s.num1 >= excluded.num1 THEN s.num3 WHEN s.num1 = excluded.num1 - 1 THEN s.num2 ELSE 0 END) * (par - greatest(0, floor((nw - greatest(excluded.num1, s.num1) * par * 1000) / 1000))))
+  RETURNING ARRAY[1, 1, greatest(0, floor(((lim * par - s.num3 * (par - greatest(0, floor((nw - s.num1 * par * 1000) / 1000)))) - s.num2 * par) / par)), s.num1 * par + 2 * par, 0, s.num1]::float8[] INTO r;
+  IF r IS NOT NULL THEN RETURN r; END IF;
+  SELECT ARRAY[s.num1, s.num2, s.num3] INTO st FROM floodgate.limits s WHERE s.key = ky AND blocks IS NULL
+    AND s.set_kinds = 's' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
+  FOR UPDATE OF s;
+  IF st IS NOT NULL THEN
+    r := array_fill(0::float8, ARRAY[5]);
+ix := greatest(floor(nw / (par * 1000)), st[o]);
+cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
+pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
+ws := ix * par;
+el := greatest(0, floor((nw - ws * 1000) / 1000));
+bu := lim * par - pv * (par - el);
+IF (cu + c) * par <= bu THEN
+  r[i] := 1; r[i + 3] := 0;
+  IF ch THEN
+    st[o] := ix; st[o + 1] := cu + c; st[o + 2] := pv;
+    r[i + 1] := greatest(0, floor((bu - (cu + c) * par) / par)); r[i + 2] := ws + 2 * par; mk := ix;
+  END IF;
+ELSE
+  r[i] := 0;
+  IF c > lim THEN r[i + 3] := -1; ELSE
+IF cu + c <= lim THEN
+  e0 := greatest(0, ceil(par - ((lim - cu - c) * par) / pv));
+  WHILE pv * (par - e0) + (cu + c) * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + e0;
+ELSE
+  e0 := greatest(0, ceil(par - ((lim - c) * par) / cu));
+  WHILE cu * (par - e0) + c * par > lim * par LOOP e0 := e0 + 1; END LOOP;
+  tat := ws + par + e0;
+END IF;
+r[i + 3] := greatest(1, ceil(tat - nw / 1000));
+  END IF;
+END IF;
+IF NOT (ch AND r[i] = 1) THEN
+  r[i + 1] := greatest(0, floor((bu - cu * par) / par));
+  r[i + 2] := CASE WHEN cu > 0 THEN ws + 2 * par WHEN pv > 0 THEN ws + par ELSE ceil(nw / 1000) END;
+END IF;
+ex := (ws + 2 * par) * 1000;
+    IF r[2] = 0 THEN RETURN r; END IF;
+  END IF;
+  RETURN floodgate.limits_consume(ky, 's', ARRAY[lim], ARRAY[par], blocks, cost, nw, NULL, 0, 0);
+END
+$fn$;
+
 CREATE OR REPLACE FUNCTION floodgate.limits_refund(k text, kinds text, lims float8[], pars float8[], cost float8, nw float8,
   mks float8[]) RETURNS void
 LANGUAGE plpgsql AS $fn$
@@ -461,7 +595,8 @@ IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 n := length(kinds);
-SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+SELECT s.set_kinds, coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END), coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
@@ -520,10 +655,14 @@ o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
 xp := greatest(expiry, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -545,7 +684,8 @@ IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 n := length(kinds);
-SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+SELECT s.set_kinds, coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END), coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
@@ -656,10 +796,14 @@ o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
 xp := greatest(expiry, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -688,7 +832,8 @@ IF op = 'r' THEN
 END IF;
 n := length(kinds);
 LOOP
-SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+SELECT s.set_kinds, coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END), coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
@@ -906,10 +1051,14 @@ END LOOP;
 END IF;
 xp := greatest(xp, bl);
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -950,7 +1099,8 @@ END IF;
 n := length(kinds); rn := 1 + 5 * n + 3;
 -- The row first (a blank one for a new key), locked: returns and charges then write it in place.
 LOOP
-SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+SELECT s.set_kinds, coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END), coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
@@ -1502,7 +1652,9 @@ IF g > 0 THEN
   INSERT INTO floodgate.limits_ledger (key, id, rec, expires_at_us) VALUES (k, lid, rc, nw + (ceil(life / 1000) + 10000) * 1000)
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
-UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
 RETURN r;
 END
 $fn$;
@@ -1531,7 +1683,8 @@ END LOOP;
 FOR j IN SELECT u.o::int FROM unnest(hk) WITH ORDINALITY AS u(x, o) ORDER BY u.x COLLATE "C" LOOP
   k := hk[j];
   LOOP
-    SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+    SELECT s.set_kinds, coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END), coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
       INTO stored_kinds, st, lg, bl, xp FROM floodgate.limits s WHERE s.key = k FOR UPDATE;
     EXIT WHEN FOUND;
     INSERT INTO floodgate.limits (key, set_kinds, nums, expires_at_us) VALUES (k, '', '{}', 0) ON CONFLICT (key) DO NOTHING;
@@ -1669,10 +1822,14 @@ IF all_ok THEN
   FOR j IN 1..np LOOP
     k := hk[j]; kinds := kss[j]; st := nst[j]::float8[]; lg := nlg[j]::float8[]; bl := nbl[j]; xp := nxp[j]; found_row := true;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -1818,10 +1975,14 @@ FOR p IN 1..n LOOP
   IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
 END LOOP;
 IF found_row THEN
-  UPDATE floodgate.limits s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
+  UPDATE floodgate.limits s SET set_kinds = kinds, nums = CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, num2 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, num3 = CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
   nrows := 1;
 ELSE
-  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO floodgate.limits AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN kinds IN ('t', 'f', 's') THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN kinds IN ('t', 'f', 's') THEN st[1] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[2] END, CASE WHEN kinds IN ('t', 'f', 's') THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;
@@ -1838,5 +1999,5 @@ RETURN res;
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION floodgate.limits_version() RETURNS int LANGUAGE sql IMMUTABLE AS $fn$ SELECT 2 $fn$;
+CREATE OR REPLACE FUNCTION floodgate.limits_version() RETURNS int LANGUAGE sql IMMUTABLE AS $fn$ SELECT 3 $fn$;
 COMMIT;

@@ -14,6 +14,7 @@ import {
 import { clientKind, floats, type PgClientLike, type PostgresJsLike, type Runner, runnerOf, storeError, texts } from "./clients.ts";
 import { keyOf } from "./keys.ts";
 import { migrationBody, migrationSql, named, SCHEMA_VERSION, type SqlNames, sqlNames } from "./sql/migration.ts";
+import type { CounterKind } from "./sql/counter.ts";
 import { checkOptions, type PostgresStoreOptions } from "./options.ts";
 
 /** A PostgreSQL store: a {@link RateLimitStore} with the database's lifecycle besides. */
@@ -47,7 +48,7 @@ export interface PostgresStore extends RateLimitStore {
 }
 
 /** The store's functions, one statement each. */
-type Fn = "consume" | "consumeMany" | "refund" | "settle" | "admin" | "lease" | "sweep" | "version";
+type Fn = "consume" | `charge_${CounterKind}` | "consumeMany" | "refund" | "settle" | "admin" | "lease" | "sweep" | "version";
 
 /** What a call needs of a policy set, computed once per set. */
 interface Prepared {
@@ -57,6 +58,8 @@ interface Prepared {
   readonly blocks: string | null;
   readonly count: number;
   readonly policies: readonly Policy[];
+  /** One counter policy: its kind, limit and parameter, charged by its kind's charge function (sql/counter.ts). */
+  readonly counter: { readonly kind: CounterKind; readonly limit: number; readonly parameter: number } | null;
 }
 
 const KIND_CODES: Readonly<Record<string, string>> = {
@@ -66,6 +69,9 @@ const KIND_CODES: Readonly<Record<string, string>> = {
   "sliding-log": "l",
   concurrency: "c",
 };
+
+/** The arguments of the charge functions (sql/counter.ts). */
+const CHARGE_ARGS = "$1::text, $2::float8, $3::float8, $4::float8, $5::float8, $6::float8[]";
 
 /** A token bucket's µs per token (an integer), or a window's ms: the number the functions take beside the limit. */
 const parameterOf = (p: Policy): number => (p.kind === "token-bucket" ? Math.round(p.intervalMs * 1000) : p.windowMs);
@@ -113,6 +119,9 @@ class PgStore implements PostgresStore {
         "lease",
         "$1::text, $2::text, $3::float8[], $4::float8[], $5::float8, $6::float8, $7::float8, $8::float8, $9::text, $10::text[], $11::float8[], $12::float8",
       ),
+      charge_t: f("charge_t", CHARGE_ARGS),
+      charge_f: f("charge_f", CHARGE_ARGS),
+      charge_s: f("charge_s", CHARGE_ARGS),
       sweep: f("sweep", "$1::int, $2::float8"),
       version: f("version", ""),
     };
@@ -279,18 +288,22 @@ class PgStore implements PostgresStore {
       this.#writes = 0;
       sweep = this.#sweepBatch;
     }
-    const reply = await this.#call("consume", [
-      keyOf(set.prefix, key),
-      p.kinds,
-      p.lims,
-      p.pars,
-      op === "peek" ? null : p.blocks,
-      op === "peek" ? 0 : cost,
-      this.#now(nowMs),
-      id,
-      ttlMs,
-      sweep,
-    ]);
+    const k = keyOf(set.prefix, key);
+    // One counter policy's charge: its kind's upsert (a key of up to 1,024 bytes: consume hashes longer ones).
+    const reply = op === "consume" && cost > 0 && p.counter !== null && sweep === 0 && k.length * 3 <= 1024
+      ? await this.#call(`charge_${p.counter.kind}`, [k, p.counter.limit, p.counter.parameter, cost, this.#now(nowMs), p.blocks])
+      : await this.#call("consume", [
+        k,
+        p.kinds,
+        p.lims,
+        p.pars,
+        op === "peek" ? null : p.blocks,
+        op === "peek" ? 0 : cost,
+        this.#now(nowMs),
+        id,
+        ttlMs,
+        sweep,
+      ]);
     const charged = op !== "peek" && Array.isArray(reply) && reply[0] === 1;
     return this.#result(op, reply, 1 + p.count * FIELDS_PER_POLICY + (charged ? p.count : 0));
   }
@@ -356,6 +369,9 @@ class PgStore implements PostgresStore {
       blocks: blocking ? floats(set.policies.map((p) => p.blockMs)) : null,
       count: set.policies.length,
       policies: set.policies,
+      counter: set.policies.length === 1 && (kinds === "t" || kinds === "f" || kinds === "s")
+        ? { kind: kinds, limit: set.policies[0]!.limit, parameter: parameterOf(set.policies[0]!) }
+        : null,
     };
     this.#prepared.set(set, prepared);
     return prepared;

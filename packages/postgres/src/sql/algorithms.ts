@@ -70,7 +70,8 @@ END IF;
 r[i + 3] := greatest(1, ceil(tat - nw / 1000));
 `;
 
-const SLIDING_APPLY = `ix := greatest(floor(nw / (par * 1000)), st[o]);
+/** The sliding window's apply (also the charge function's denial, sql/counter.ts). */
+export const SLIDING_APPLY = `ix := greatest(floor(nw / (par * 1000)), st[o]);
 cu := CASE WHEN st[o] = ix THEN st[o + 1] ELSE 0 END;
 pv := CASE WHEN st[o] = ix THEN st[o + 2] WHEN st[o] = ix - 1 THEN st[o + 1] ELSE 0 END;
 ws := ix * par;

@@ -27,15 +27,32 @@ export const NOW = `IF srv THEN nw := floor(extract(epoch FROM clock_timestamp()
 export const BLANK_STATE = `array_fill(0::float8, ARRAY[length(kinds) + 2 * (length(kinds) - length(replace(kinds, 's', '')))
   + (length(kinds) - length(replace(kinds, 'f', '')))])`;
 
+/** Whether the set is one counter policy: its row keeps the numbers in the plain columns num1..num3, nums NULL. */
+export const PLAIN = `kinds IN ('t', 'f', 's')`;
+
+/**
+ * The row's numbers as an array, whichever layout it has: nums, or (nums NULL) the plain columns
+ * of one counter policy's row (token bucket [num1], fixed window [num1, num2], sliding window
+ * [num1, num2, num3]).
+ */
+export const NUMS = `coalesce(s.nums, CASE s.set_kinds WHEN 't' THEN ARRAY[s.num1] WHEN 'f' THEN ARRAY[s.num1, s.num2]
+  ELSE ARRAY[s.num1, s.num2, s.num3] END)`;
+
 /**
  * Locks and reads the key's row into st, lg, bl, xp; `found_row` says whether it exists. State
  * written under other kinds (a limiter reconfigured under the same prefix) reads as none, as in
  * every store. Without a row, st is the blank state.
  */
-export const READ = `SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+export const READ = `SELECT s.set_kinds, ${NUMS}, coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
   INTO stored_kinds, st, lg, bl, xp FROM @S.@T s WHERE s.key = k FOR UPDATE;
 found_row := FOUND;
 IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := ${BLANK_STATE}; lg := '{}'; xp := 0; bl := 0; END IF;
+`;
+
+/** Writes st, lg, bl with expiry xp into the key's row (locked): the plain columns for one counter policy, else nums and logs. */
+export const UPDATE_ROW = `UPDATE @S.@T s SET set_kinds = kinds, nums = CASE WHEN ${PLAIN} THEN NULL ELSE st END, logs = nullif(lg, '{}'),
+  num1 = CASE WHEN ${PLAIN} THEN st[1] END, num2 = CASE WHEN ${PLAIN} THEN st[2] END, num3 = CASE WHEN ${PLAIN} THEN st[3] END,
+  blocked_until_us = nullif(bl, 0), expires_at_us = xp WHERE s.key = k;
 `;
 
 /**
@@ -44,10 +61,11 @@ IF NOT found_row OR stored_kinds IS DISTINCT FROM kinds THEN st := ${BLANK_STATE
  * decides again on the row now there.
  */
 export const WRITE = `IF found_row THEN
-  UPDATE @S.@T s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
-  nrows := 1;
+  ${UPDATE_ROW}  nrows := 1;
 ELSE
-  INSERT INTO @S.@T AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us) VALUES (k, kinds, st, nullif(lg, '{}'), bl, xp)
+  INSERT INTO @S.@T AS s (key, set_kinds, nums, logs, blocked_until_us, expires_at_us, num1, num2, num3)
+    VALUES (k, kinds, CASE WHEN ${PLAIN} THEN NULL ELSE st END, nullif(lg, '{}'), nullif(bl, 0), xp,
+      CASE WHEN ${PLAIN} THEN st[1] END, CASE WHEN ${PLAIN} THEN st[2] END, CASE WHEN ${PLAIN} THEN st[3] END)
     ON CONFLICT (key) DO NOTHING;
   GET DIAGNOSTICS nrows = ROW_COUNT;
 END IF;

@@ -1,5 +1,5 @@
 import { APPLY } from "./algorithms.ts";
-import { NOW, POLICY } from "./common.ts";
+import { NOW, NUMS, POLICY } from "./common.ts";
 
 /*
  * The consume function's fast path: one counter policy (token bucket, fixed window, sliding
@@ -21,14 +21,14 @@ import { NOW, POLICY } from "./common.ts";
  * (the row stays as read; the general path reads it again).
  */
 export const FAST_PATH = `IF n = 1 AND rid IS NULL AND sweep <= 0 AND kinds IN ('f', 't', 's') THEN
-  SELECT s.set_kinds, s.nums, s.blocked_until_us INTO stored_kinds, st, bl FROM @S.@T s WHERE s.key = k FOR UPDATE;
+  SELECT s.set_kinds, ${NUMS}, coalesce(s.blocked_until_us, 0) INTO stored_kinds, st, bl FROM @S.@T s WHERE s.key = k FOR UPDATE;
   IF FOUND AND stored_kinds = kinds THEN
     ${NOW}    IF bl <= nw THEN
       p := 1; o := 1; ${POLICY}      ch := cost > 0; c := CASE WHEN ch THEN cost ELSE 1 END;
       r := array_fill(0::float8, ARRAY[5]);
 ${APPLY}      IF ch AND r[2] = 1 THEN
         -- The expiry: the state's (a block in the past ends earlier still).
-        UPDATE @S.@T s SET nums = st, expires_at_us = ex WHERE s.key = k;
+        UPDATE @S.@T s SET nums = NULL, num1 = st[1], num2 = st[2], num3 = st[3], expires_at_us = ex WHERE s.key = k;
         r[1] := 1;
         RETURN r || mk;
       ELSIF NOT ch OR blocks IS NULL THEN

@@ -3,6 +3,7 @@ import { DECLARE, EACH, LONG_KEY, NOW, READ, WRITE } from "./common.ts";
 import { FAST_PATH } from "./fast.ts";
 import { LEASE_FUNCTION } from "./lease.ts";
 import { CONSUME_MANY_FUNCTION } from "./many.ts";
+import { CHARGE_FUNCTIONS } from "./counter.ts";
 
 /*
  * The store's functions: each operation is one call of one PL/pgSQL function, one round trip,
@@ -52,12 +53,14 @@ DELETE FROM @S.@T_ledger WHERE (key, id) IN (SELECT t.key, t.id FROM @S.@T_ledge
  * consume (cost > 0), peek (cost 0: a cost of 1, nothing charged) and reserve (rid set: the
  * ledger record [estimate, marks...] written beside the charge, expiring after ttl ms). Blocks
  * (per policy in ms, NULL when none blocks) start at a charging denial. Answers the store
- * result; `sweep` > 0 also deletes up to that many expired rows.
+ * result; `sweep` > 0 also deletes up to that many expired rows. The key's argument is named
+ * `ky`, not `k` as in schema versions 1 and 2 (see migration.ts).
  */
-const CONSUME = `CREATE OR REPLACE FUNCTION @S.@T_consume(k text, kinds text, lims float8[], pars float8[], blocks float8[],
+const CONSUME = `CREATE OR REPLACE FUNCTION @S.@T_consume(ky text, kinds text, lims float8[], pars float8[], blocks float8[],
   cost float8, nw float8, rid text, ttl float8, sweep int) RETURNS float8[]
 LANGUAGE plpgsql AS $fn$
-${DECLARE}BEGIN
+${DECLARE}  k text := ky;
+BEGIN
 ${LONG_KEY}n := length(kinds);
 ${FAST_PATH}LOOP
 ${READ}${NOW}r := array_fill(0::float8, ARRAY[1 + 4 * n]);
@@ -201,4 +204,13 @@ $fn$;
 `;
 
 /** Every function of the store, in the order the migration creates them. */
-export const FUNCTIONS: readonly string[] = [CONSUME, REFUND_FN, SETTLE_FN, ADMIN_FN, SWEEP_FN, LEASE_FUNCTION, CONSUME_MANY_FUNCTION];
+export const FUNCTIONS: readonly string[] = [
+  CONSUME,
+  ...CHARGE_FUNCTIONS,
+  REFUND_FN,
+  SETTLE_FN,
+  ADMIN_FN,
+  SWEEP_FN,
+  LEASE_FUNCTION,
+  CONSUME_MANY_FUNCTION,
+];

@@ -1,5 +1,5 @@
 import { APPLY, REFUND } from "./algorithms.ts";
-import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, POLICY, READ } from "./common.ts";
+import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, POLICY, READ, UPDATE_ROW } from "./common.ts";
 
 /*
  * The lease function: the Redis lease script (packages/core/src/stores/redis/lease-lua.ts) in
@@ -130,8 +130,7 @@ IF g > 0 THEN
   INSERT INTO @S.@T_ledger (key, id, rec, expires_at_us) VALUES (k, lid, rc, nw + (ceil(life / 1000) + 10000) * 1000)
     ON CONFLICT (key, id) DO NOTHING;
 END IF;
-UPDATE @S.@T s SET set_kinds = kinds, nums = st, logs = nullif(lg, '{}'), blocked_until_us = bl, expires_at_us = xp WHERE s.key = k;
-RETURN r;
+${UPDATE_ROW}RETURN r;
 END
 $fn$;
 `;

@@ -1,5 +1,5 @@
 import { APPLY } from "./algorithms.ts";
-import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, WRITE } from "./common.ts";
+import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, NUMS, WRITE } from "./common.ts";
 
 /*
  * The compound step (RateLimitStore.consumeMany): several (policy set, key) pairs decided in one
@@ -69,7 +69,7 @@ END LOOP;
 FOR j IN SELECT u.o::int FROM unnest(hk) WITH ORDINALITY AS u(x, o) ORDER BY u.x COLLATE "C" LOOP
   k := hk[j];
   LOOP
-    SELECT s.set_kinds, s.nums, coalesce(s.logs, '{}'), s.blocked_until_us, s.expires_at_us
+    SELECT s.set_kinds, ${NUMS}, coalesce(s.logs, '{}'), coalesce(s.blocked_until_us, 0), s.expires_at_us
       INTO stored_kinds, st, lg, bl, xp FROM @S.@T s WHERE s.key = k FOR UPDATE;
     EXIT WHEN FOUND;
     INSERT INTO @S.@T (key, set_kinds, nums, expires_at_us) VALUES (k, '', '{}', 0) ON CONFLICT (key) DO NOTHING;

@@ -2,7 +2,7 @@ import { FloodgateError } from "@floodgate/core/store";
 import { FUNCTIONS } from "./functions.ts";
 
 /** The version of the schema this package writes and calls; `<table>_version()` answers it. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Where the store's objects live: a schema and the base name of its tables and functions. */
 export interface SqlNames {
@@ -53,17 +53,37 @@ const TABLES = (unlogged: boolean): string => {
   const kind = unlogged ? "UNLOGGED TABLE" : "TABLE";
   return `CREATE SCHEMA IF NOT EXISTS @S;
 
--- One row per identifier and limiter (key = prefix{identifier}): every policy's numbers in nums,
--- the sliding logs' entries in logs, the end of a block; expires_at_us, when the row stops
--- mattering (µs since the epoch). fillfactor leaves room for updates in place.
+-- One row per identifier and limiter (key = prefix{identifier}). One counter policy (token
+-- bucket, fixed window, sliding window) keeps its numbers in num1..num3, nums NULL; any other set
+-- every policy's numbers in nums, the sliding logs' entries in logs. blocked_until_us: the end of
+-- a block (NULL: none); expires_at_us, when the row stops mattering (µs since the epoch).
+-- fillfactor leaves room for updates in place.
 CREATE ${kind} IF NOT EXISTS @S.@T (
   key text COLLATE "C" PRIMARY KEY,
   set_kinds text NOT NULL,
-  nums float8[] NOT NULL,
+  nums float8[],
   logs float8[],
-  blocked_until_us float8 NOT NULL DEFAULT 0,
-  expires_at_us float8 NOT NULL
+  blocked_until_us float8,
+  expires_at_us float8 NOT NULL,
+  num1 float8,
+  num2 float8,
+  num3 float8
 ) WITH (fillfactor = 70);
+-- From schema version 1 or 2: the plain columns added, nothing rewritten. Rows keep their numbers
+-- in nums, which every function still reads; a charge moves a counter policy's row to num1..num3.
+DO $mig$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '@S.@T'::regclass AND attname = 'num1' AND NOT attisdropped) THEN
+    ALTER TABLE @S.@T ADD COLUMN num1 float8, ADD COLUMN num2 float8, ADD COLUMN num3 float8,
+      ALTER COLUMN nums DROP NOT NULL, ALTER COLUMN blocked_until_us DROP NOT NULL, ALTER COLUMN blocked_until_us DROP DEFAULT;
+  END IF;
+  -- Version 1 and 2's consume (its first argument named k) is replaced by one whose first argument
+  -- is named ky: an older version's migration, which would put back functions that do not read
+  -- num1..num3, then fails (PostgreSQL refuses to rename an argument) instead of downgrading them.
+  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('@S.@T_consume(text, text, float8[], float8[], float8[], float8, float8, text, float8, int)')
+      AND proargnames[1] = 'k') THEN
+    DROP FUNCTION @S.@T_consume(text, text, float8[], float8[], float8[], float8, float8, text, float8, int);
+  END IF;
+END $mig$;
 CREATE INDEX IF NOT EXISTS @T_expires_at_us ON @S.@T (expires_at_us);
 
 -- Reservations and leases outstanding: per key and id, what was charged and where.
