@@ -111,8 +111,9 @@ export interface Algorithm {
   /**
    * The mark of the charge `apply` has just made (read from the state it left): what this
    * admission went into, so that a late refund gives back into that and nothing else. An integer.
+   * Absent: the state's first number (see {@link markOf}).
    */
-  mark(p: Policy, s: Float64Array, o: number, log: number[] | undefined): number;
+  mark?(p: Policy, s: Float64Array, o: number, log: number[] | undefined): number;
   /**
    * Gives back up to `cost` units, never below an empty state; returns the expiry in µs. With a
    * `mark` (from {@link Algorithm.mark}) only into what that charge went into, and nothing when
@@ -239,6 +240,13 @@ export interface AlgorithmDefinition<K extends string = string> {
   /** The longest a key's state matters after the last charge: the most a store's TTL for it needs to be. */
   retentionMs(p: Policy): number;
 }
+
+/**
+ * The mark of the charge `apply` has just made: the algorithm's `mark`, or the state's first
+ * number when it has none (read here: a call per charged decision costs more than the read).
+ */
+export const markOf = (a: Algorithm, p: Policy, s: Float64Array, o: number, log: number[] | undefined): number =>
+  a.mark === undefined ? s[o]! : a.mark(p, s, o, log);
 
 /** Milliseconds, rounded up, of a µs time or duration. */
 export const ceilMs = (us: number): number => Math.ceil(us / 1000);

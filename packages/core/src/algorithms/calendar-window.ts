@@ -78,7 +78,6 @@ export const CALENDAR_WINDOW: CalendarAlgorithm = {
     out[i + 1] = Math.max(0, limit - count);
     return end;
   },
-  mark: (_p, s, o) => s[o]!,
   refund: refundCalendar,
   settle: /* @__PURE__ */ settleByDifference(refundCalendar, (p, s, o, _log, now, cost, mark) => {
     const span = spanAt(p, now);

@@ -54,7 +54,6 @@ export const FIXED_WINDOW: Algorithm = {
     out[i + 1] = Math.max(0, limit - count);
     return end;
   },
-  mark: (_p, s, o) => s[o]!,
   // The mark is the window index charged. While the stored window is still that one, its count
   // includes the request's cost (a window's count only grows, but for refunds into it), so the
   // count less `cost` is never below the count without the request. Once another window is

@@ -65,7 +65,6 @@ export const SLIDING_WINDOW: Algorithm = {
     out[i + 2] = cur > 0 ? start + 2 * w : prev > 0 ? start + w : ceilMs(now);
     return (start + 2 * w) * 1000;
   },
-  mark: (_p, s, o) => s[o]!,
   // The mark is the window index charged. While it is stored, its count is the current one;
   // once the next window is stored, it is the previous one; either includes the request's cost,
   // so taking `cost` from it never goes below the counts without the request. Any later window

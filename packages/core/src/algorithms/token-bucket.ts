@@ -106,7 +106,6 @@ export const TOKEN_BUCKET: Algorithm = {
     }
     return next;
   },
-  mark: (_p, s, o) => s[o]!,
   // The mark is the arrival time the charge left. While it is still stored, no grant came since
   // but ones refunded since (every grant moves it later; a charge is refunded once, and a refund
   // into the newest grant undoes it): the request's cost is exactly the last `cost × interval` of

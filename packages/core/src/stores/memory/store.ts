@@ -1,4 +1,4 @@
-import { FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
+import { FIELDS_PER_POLICY, markOf, toMicros } from "../../algorithms/algorithm.ts";
 import { blockFor, overrideBlocked, penalize } from "../block.ts";
 import type { Policy } from "../../policy.ts";
 import type { HeldReservation, ManyCall, PolicySet, StoreResult } from "../store.ts";
@@ -221,7 +221,7 @@ export class MemoryStoreImpl implements MemoryStore {
         out[0] = 1;
         if (charge) {
           data[base] = expiry;
-          out[5] = algorithm.mark(policies[0]!, data, base + HEADER, log);
+          out[5] = markOf(algorithm, policies[0]!, data, base + HEADER, log);
         }
       } else if (charge) {
         out.pop(); // a denial carries no mark
@@ -291,7 +291,7 @@ export class MemoryStoreImpl implements MemoryStore {
       );
       if (e > expiry) expiry = e;
     }
-    for (let p = 0; p < count; p++) out.push(layout.algorithms[p]!.mark(policies[p]!, data, base + layout.offsets[p]!, logs?.[p]));
+    for (let p = 0; p < count; p++) out.push(markOf(layout.algorithms[p]!, policies[p]!, data, base + layout.offsets[p]!, logs?.[p]));
     if (ref === undefined) this.#adopt(fullKey, layout, now, expiry, logs);
     else data[base] = expiry;
     return out;

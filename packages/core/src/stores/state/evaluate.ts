@@ -1,4 +1,4 @@
-import { algorithmOf, FIELDS_PER_POLICY, toMicros } from "../../algorithms/algorithm.ts";
+import { algorithmOf, FIELDS_PER_POLICY, markOf, toMicros } from "../../algorithms/algorithm.ts";
 import type { LeaseRequest, PolicySet, StoreResult } from "../store.ts";
 import { blockFor, overrideBlocked, penalize } from "../block.ts";
 import type { EvaluateMode, ReservationArgs, StateEvaluation } from "./types.ts";
@@ -139,7 +139,7 @@ export function evaluateState(
     );
     if (e > expiry) expiry = e;
   }
-  for (let p = 0; p < policies.length; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
+  for (let p = 0; p < policies.length; p++) out.push(markOf(algorithms[p]!, policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
   if (mode === "reserve") {
     const expiresAtUs = toMicros(nowMs + (reservation?.ttlMs ?? 0));
     state.reservations[reservation?.id ?? ""] = [expiresAtUs, cost, ...out.slice(1 + policies.length * FIELDS_PER_POLICY)];

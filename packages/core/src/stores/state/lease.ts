@@ -1,4 +1,4 @@
-import { type Algorithm, FIELDS_PER_POLICY } from "../../algorithms/algorithm.ts";
+import { type Algorithm, FIELDS_PER_POLICY, markOf } from "../../algorithms/algorithm.ts";
 import { leasedLimits } from "../../leases/rules.ts";
 import type { Policy } from "../../policy.ts";
 import type { LeaseRequest, PolicySet } from "../store.ts";
@@ -73,7 +73,7 @@ export function evaluateLease(
       const x = algorithms[p]!.apply(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p], now, cost, out, i, true);
       if (x > e) e = x;
     }
-    for (let p = 0; p < n; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
+    for (let p = 0; p < n; p++) out.push(markOf(algorithms[p]!, policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
     expiry = e;
     changed = true;
   };
@@ -98,7 +98,7 @@ export function evaluateLease(
       if (x > e) e = x;
     }
     if (charge) {
-      for (let p = 0; p < n; p++) out.push(algorithms[p]!.mark(policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
+      for (let p = 0; p < n; p++) out.push(markOf(algorithms[p]!, policies[p]!, state.numbers, state.offsets[p]!, state.logs[p]));
       expiry = e;
       changed = true;
     }
