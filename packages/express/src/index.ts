@@ -11,7 +11,7 @@ import {
   type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
-  setHeaders,
+  setNodeHeaders,
   targetPath,
   Warnings,
   withHandle,
@@ -123,14 +123,14 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
         const limited = result.response!;
         res.status(limited.status);
         const answer = own !== undefined && result.info.source !== "denyList";
-        setHeaders(limited.headers, (name, value) => answer && name === "Content-Type" ? undefined : res.setHeader(name, value));
+        setNodeHeaders(limited.headers, (name, value) => answer && name === "Content-Type" ? undefined : res.setHeader(name, value));
         return answer ? own(req, res, next, result.info) : void res.end(limited.body);
       }
       // One read of `res.setHeader`, not one per header: Express's objects change shape per
       // request, so their property reads tend to miss V8's inline caches. Answered already: nothing
       // more to write, and what the response's end settles still follows it.
       const setHeader = res.setHeader;
-      if (!res.headersSent) setHeaders(result.headers, (name, value) => setHeader.call(res, name, value));
+      if (!res.headersSent) setNodeHeaders(result.headers, (name, value) => setHeader.call(res, name, value));
       exchange.followResponse(res, () => threw(req));
       next();
     }).then(undefined, next); // a throw while answering (a header Node refuses) goes to the app's error handler

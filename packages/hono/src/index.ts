@@ -14,7 +14,7 @@ import {
   type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
-  setHeaders,
+  setNodeHeaders,
   settleAfterBody,
   toFetchResponse,
   withHandle,
@@ -113,7 +113,8 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
     // On @hono/node-server, Node's own header store, which it merges into whatever Response the
     // handler returns (raw ones too) without a Headers object per request; elsewhere, prepared
     // before the handler, so c.text()/c.json() build the response with them at once.
-    setHeaders(headers, onNode ? (name, value) => outgoing!.setHeader(name, value) : (name, value) => c.header(name, value));
+    // Floodgate's names in lower case: what Node handles with the least work, and what Headers keep anyway.
+    setNodeHeaders(headers, onNode ? (name, value) => outgoing!.setHeader(name, value) : (name, value) => c.header(name, value));
     // On Node, settled at the later of the handler's end and the response's close (0: the client
     // left before it was sent); elsewhere when its body has been sent (0: cancelled or failed on
     // the way, or the client has gone).

@@ -12,7 +12,7 @@ import {
   type RateLimitHandle,
   type RateLimitInfo,
   type RequestAccess,
-  setHeaders,
+  setNodeHeaders,
   targetPath,
   Warnings,
   withHandle,
@@ -113,7 +113,7 @@ export function rateLimit<State = DefaultState, Custom = DefaultContext>(
           ctx.throw(error.status, error.message, { headers: error.headers, rateLimit: error.rateLimit });
         }
         ctx.status = limited.status;
-        setHeaders(limited.headers, (name, value) => ctx.set(name, value));
+        setNodeHeaders(limited.headers, (name, value) => ctx.set(name, value));
         // A null body would make Koa answer 204: an empty one keeps the status, without a type of its own.
         const typed = ctx.res.hasHeader("Content-Type");
         ctx.body = limited.body ?? "";
@@ -122,7 +122,7 @@ export function rateLimit<State = DefaultState, Custom = DefaultContext>(
       }
       // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
       const res = ctx.res;
-      setHeaders(result.headers, (name, value) => res.setHeader(name, value));
+      setNodeHeaders(result.headers, (name, value) => res.setHeader(name, value));
       // Nothing to settle: nothing to follow either.
       if (!result.settles) return next();
       // Settled at the later of the downstream middleware's end and the response's close: a

@@ -56,6 +56,26 @@ export const HEADER_NAMES = {
 } as const;
 
 /**
+ * Each header name Floodgate writes, in lower case, as the adapters on Node's HTTP server send it.
+ * Node's `setHeader` lower-cases every name it stores, and its `_storeHeader` again each name of 4
+ * to 17 characters as it writes the head: a name already in lower case comes back as it is, where
+ * a mixed-case one is copied into a new string each time, which V8 must then look up in its
+ * string table to use it as a key. Written out, not made with `toLowerCase()`: a literal is one
+ * string V8 has already looked up. Header names are case-insensitive (HTTP/2 sends only lower case).
+ */
+export const NODE_HEADER_NAMES: ReadonlyMap<string, string> = new Map([
+  [LEGACY_LIMIT, "x-ratelimit-limit"],
+  [LEGACY_REMAINING, "x-ratelimit-remaining"],
+  [LEGACY_RESET, "x-ratelimit-reset"],
+  [DRAFT_LIMIT, "ratelimit-limit"],
+  [DRAFT_REMAINING, "ratelimit-remaining"],
+  [DRAFT_RESET, "ratelimit-reset"],
+  [RATE_LIMIT, "ratelimit"],
+  [RATE_LIMIT_POLICY, "ratelimit-policy"],
+  [RETRY_AFTER, "retry-after"],
+]);
+
+/**
  * A header family: `"legacy"` (`X-RateLimit-*`), `"draft-6"` (`RateLimit-Limit`/`-Remaining`/
  * `-Reset` + `RateLimit-Policy`), `"draft-7"` (combined `RateLimit` + `RateLimit-Policy`),
  * `"draft-11"` (the current IETF draft: `RateLimit-Policy` and `RateLimit` as named lists).

@@ -37,6 +37,7 @@ export {
   type NodeResponseLike,
   type NodeSocketLike,
   setHeaders,
+  setNodeHeaders,
   settleOnClose,
 } from "./node-response.ts";
 export { targetPath } from "./routes.ts";

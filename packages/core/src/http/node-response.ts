@@ -1,3 +1,4 @@
+import { NODE_HEADER_NAMES } from "./headers.ts";
 import type { RateLimitResult } from "./result.ts";
 
 // How an adapter on Node's HTTP server follows one request from before its decision to its end:
@@ -53,6 +54,18 @@ export function leftBeforeDecision(peerIp: string | undefined, socket: NodeSocke
 /** Sets every `[name, value, ...]` pair with `set`: the one header loop of every adapter. */
 export function setHeaders(pairs: readonly string[], set: (name: string, value: string) => unknown): void {
   for (let i = 0; i < pairs.length; i += 2) set(pairs[i]!, pairs[i + 1]!);
+}
+
+/**
+ * Sets every `[name, value, ...]` pair with `set` (a Node response's `setHeader`), each of
+ * Floodgate's own names in lower case ({@link NODE_HEADER_NAMES}: the form Node stores and writes
+ * with the least work); any other name as it is.
+ */
+export function setNodeHeaders(pairs: readonly string[], set: (name: string, value: string) => unknown): void {
+  for (let i = 0; i < pairs.length; i += 2) {
+    const name = pairs[i]!;
+    set(NODE_HEADER_NAMES.get(name) ?? name, pairs[i + 1]!);
+  }
 }
 
 /**
