@@ -114,11 +114,11 @@ describe("compound decisions across 4 processes × 250 concurrent calls", () => 
     const { admitted, bound, paths } = await race({ FG_PORT: String(redis.port) }, prefix);
     expect([...paths]).toEqual(["store"]);
     // One script call per decision: one EVALSHA each (and an EVAL after a NOSCRIPT, while the
-    // script is not yet loaded: every call sent before the first one loaded it).
+    // script is not yet loaded: every call sent before the first one loaded it, which may be all).
     const stats = await admin.info("commandstats");
     const calls = (name: string): number => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
     expect(calls("evalsha")).toBe(PROCESSES * CALLS);
-    expect(calls("eval")).toBeLessThan(PROCESSES * CALLS);
+    expect(calls("eval")).toBeLessThanOrEqual(PROCESSES * CALLS);
     expect(admitted).toBe(ORG_LIMIT);
     expect(bound).toEqual({ org: PROCESSES * CALLS - ORG_LIMIT });
     await expectOnlyAdmitted(admin, prefix, admitted);

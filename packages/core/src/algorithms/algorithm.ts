@@ -196,7 +196,9 @@ export interface LuaAlgorithm {
    * its own for a charge of 1 on the server's clock, whose ARGV are only the limit and parameter.
    */
   readonly fast?: {
+    /** The step's Lua; `one`: for the script of a charge of 1 on the server's clock. */
     source(one: boolean): string;
+    /** The step's two-number answer as the script's usual result of a charge of `cost`. */
     expand(reply: readonly number[], cost: number, limit: number, parameter: number): number[];
   };
   /** Optional: what every script that starts a block on this kind's state key \`k\` also runs. */

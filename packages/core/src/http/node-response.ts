@@ -58,7 +58,7 @@ export function setHeaders(pairs: readonly string[], set: (name: string, value: 
 
 /**
  * Sets every `[name, value, ...]` pair with `set` (a Node response's `setHeader`), each of
- * Floodgate's own names in lower case ({@link NODE_HEADER_NAMES}: the form Node stores and writes
+ * Floodgate's own names in lower case (`NODE_HEADER_NAMES`: the form Node stores and writes
  * with the least work); any other name as it is.
  */
 export function setNodeHeaders(pairs: readonly string[], set: (name: string, value: string) => unknown): void {
