@@ -20,7 +20,10 @@ import { COUNTED_IDS, COUNTING } from "./redis-subjects.ts";
 
 const CLOCK = `local t = redis.call("TIME") local now = t[1] * 1000000 + t[2]\n`;
 
-const FLOORS: [string, string][] = [
+const CLOCK_PARTS = `local t = redis.call("TIME") local t1, t2 = t[1], t[2] local now = t1 * 1000000 + t2\n`;
+
+/** Each floor: its name, its script, and the prefix of its keys ("f": present, "s": a sliding window's state, "n": none). */
+const FLOORS: [string, string, string?][] = [
   ["the call alone: one key, two ARGV, `return 1`", `return 1`],
   [
     "`TIME`, `GET`, `INCRBY`, reply: the state read (one value, no time)",
@@ -50,11 +53,22 @@ const FLOORS: [string, string][] = [
     "the same and `GET` of the block key",
     `${CLOCK}local v = redis.call("GET", KEYS[1]) local b = redis.call("GET", KEYS[1] .. ":b") local s = "1234567" redis.call("SET", KEYS[1], s, "PX", "3600000") return s`,
   ],
+  [
+    "`TIME`, `GET` (no value: a new or full bucket), `SET … PX` of one number formatted from the clock (the expiry passed in), reply: the clock as two strings (a token bucket's least)",
+    `${CLOCK_PARTS}local v = redis.call("GET", KEYS[1]) redis.call("SET", KEYS[1], string.format("%d", -now - 36), "PX", ARGV[2]) return t1 .. " " .. t2`,
+    "n",
+  ],
+  [
+    "`TIME`, `GET`, its three numbers read (`string.match`), `SET … KEEPTTL` of them formatted, reply: the state read and the clock (a sliding window's least)",
+    `${CLOCK_PARTS}local v = redis.call("GET", KEYS[1]) local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$") redis.call("SET", KEYS[1], string.format("%d:%d:%d", si, sc + 1, sp), "KEEPTTL") return v .. " " .. t1 .. " " .. t2`,
+    "s",
+  ],
 ];
 
 export async function floors(cg: CallgrindRedis): Promise<string> {
   const c = await cg.connect(14);
   for (const id of COUNTED_IDS) await c.set(`f:{${id}}`, "1234567", "PX", 3_600_000);
+  for (const id of COUNTED_IDS) await c.set(`s:{${id}}`, "29935337:2:0", "PX", 3_600_000);
   const rlf = new RateLimiterRedis({ storeClient: await cg.connect(15), points: 100_000_000, duration: 3600, keyPrefix: "f" });
   const peer = await cg.count((id) => rlf.consume(id), COUNTED_IDS, COUNTING.decisions, COUNTING.warmUp);
   const rows = [
@@ -68,9 +82,11 @@ export async function floors(cg: CallgrindRedis): Promise<string> {
       } |`,
     );
   row("rate-limiter-flexible `RateLimiterRedis` (fixed window, the app's clock)", peer);
-  for (const [name, source] of FLOORS) {
+  for (const [name, source, prefix = "f"] of FLOORS) {
     const sha = (await c.script("LOAD", source)) as string;
-    row(name, await cg.count((id) => c.evalsha(sha, 1, `f:{${id}}`, "1", "100000000"), COUNTED_IDS, COUNTING.decisions, COUNTING.warmUp));
+    // Two ARGV: a cost and a limit, or (the bucket's floor, whose keys expire between visits) an expiry of 1 ms.
+    const argv = prefix === "n" ? ["1", "1"] : ["1", "100000000"];
+    row(name, await cg.count((id) => c.evalsha(sha, 1, `${prefix}:{${id}}`, ...argv), COUNTED_IDS, COUNTING.decisions, COUNTING.warmUp));
   }
   return rows.join("\n");
 }

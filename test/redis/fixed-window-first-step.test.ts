@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRateLimiter, fixedWindow, tokenBucket } from "../../packages/core/src/index.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
-import { ioredisHarness, type RedisHarness } from "./harness.ts";
+import type { Redis as IORedis } from "ioredis";
+import { commandsOf, ioredisHarness, type RedisHarness } from "./harness.ts";
 
 const FLAG = 2 ** 52;
 let h: RedisHarness;
@@ -19,16 +20,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function commands(run: () => Promise<unknown>): Promise<Record<string, number>> {
-  await h.admin.config("RESETSTAT");
-  await run();
-  const info = (await h.admin.info("commandstats")) as string;
-  const calls: Record<string, number> = {};
-  for (const [, name, n] of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
-    if (!name!.startsWith("config") && !name!.startsWith("info")) calls[name!] = Number(n);
-  }
-  return calls;
-}
+const commands = (run: () => Promise<unknown>) => commandsOf(h.admin as IORedis, run);
 
 const stored = async (key: string): Promise<number> => Number(await h.admin.get(key));
 

@@ -114,3 +114,18 @@ export async function nodeRedisClusterHarness(shared?: RedisCluster): Promise<Re
     },
   };
 }
+
+/**
+ * The Redis commands `run` made, by name (`INFO commandstats` around it, the server's own CONFIG
+ * and INFO left out), e.g. `{ evalsha: 1, time: 1, get: 1 }`.
+ */
+export async function commandsOf(admin: IORedis, run: () => Promise<unknown>): Promise<Record<string, number>> {
+  await admin.config("RESETSTAT");
+  await run();
+  const info = (await admin.info("commandstats")) as string;
+  const calls: Record<string, number> = {};
+  for (const [, name, n] of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
+    if (!name!.startsWith("config") && !name!.startsWith("info")) calls[name!] = Number(n);
+  }
+  return calls;
+}

@@ -56,6 +56,21 @@ export function blockTests(ctx: ContractContext): void {
       expect((await limiter.limit("k")).remaining).toBe(1);
     });
 
+    it("block() holds on a key whose state has run out and on a key never charged", async () => {
+      const { limiter, at } = timed(windowed(kind, 5, 1_000, "p"));
+      await limiter.limit("k");
+      await limiter.block("k", "1m");
+      await limiter.block("never", "1m");
+      at(30_000); // long after the charge stopped mattering
+      for (const key of ["k", "never"]) {
+        const d = await limiter.limit(key);
+        expect(d.allowed).toBe(false);
+        expect(d.retryAfterMs).toBe(30_000);
+      }
+      at(60_000);
+      for (const key of ["k", "never"]) expect((await limiter.limit(key)).remaining).toBe(4);
+    });
+
     it("block() and unblock(): a manual ban on any policy set, the counters kept", async () => {
       const { limiter, at } = timed([windowed(kind, 5, 10_000, "a"), windowed("fixed-window", 9, 60_000, "b")]);
       await limiter.limit("k");

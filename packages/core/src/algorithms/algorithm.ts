@@ -191,17 +191,23 @@ export interface LuaAlgorithm {
   readonly maxLimit?: number;
   /**
    * Optional: the single-policy script's first step for a charge (pasted before the rest), and
-   * how the store reads its short answer (two numbers) as the usual result of the charge, from the
-   * charge's cost and the policy's limit and parameter. `source(true)` is the step of a script of
-   * its own for a charge of 1 on the server's clock, whose ARGV are only the limit and parameter.
+   * how the store reads its short answer as the usual result of the charge, from the charge's
+   * cost and the policy's limit and parameter. `source(true)` is the step of a script of its own
+   * for a charge of 1 on the server's clock, whose ARGV are only the limit and parameter.
    */
   readonly fast?: {
     /** The step's Lua; `one`: for the script of a charge of 1 on the server's clock. */
     source(one: boolean): string;
-    /** The step's two-number answer as the script's usual result of a charge of `cost`. */
-    expand(reply: readonly number[], cost: number, limit: number, parameter: number): number[];
+    /**
+     * The step's short answer as the script's usual result of a charge of `cost`; undefined for
+     * a reply that is not such an answer (the store then checks it as a usual result).
+     */
+    expand(reply: unknown, cost: number, limit: number, parameter: number): number[] | undefined;
   };
-  /** Optional: what every script that starts a block on this kind's state key \`k\` also runs. */
+  /**
+   * Optional: what every script that starts a block on this kind's state key \`k\` also runs,
+   * with the block's end (µs) in \`bu\` and the script's clock in \`now\`.
+   */
   readonly blockMark?: string;
 }
 

@@ -157,7 +157,8 @@ if fv and fv >= 0 and fv < 4503599627370496 then redis.call("SET", k, fmt("%d", 
  * charge's \`INCRBY\` (count × 2^20 + window index mod 2^20), now in µs. The same figures, by the
  * same double arithmetic, as the eval fragment's.
  */
-function expandFixed(reply: readonly number[], cost: number, limit: number, windowMs: number): number[] {
+function expandFixed(reply: unknown, cost: number, limit: number, windowMs: number): number[] | undefined {
+  if (!Array.isArray(reply) || reply.length !== 2 || typeof reply[0] !== "number" || typeof reply[1] !== "number") return undefined;
   const size = windowMs * 1000;
   const now = reply[1]!;
   const index = Math.floor(now / size);

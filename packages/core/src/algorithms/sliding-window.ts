@@ -10,6 +10,14 @@ import {
   WINDOW_TRAITS,
 } from "./algorithm.ts";
 import { windowExample, windowPolicy, type WindowPolicyOptions } from "./window-options.ts";
+import { BLOCK_EXPIRY, BLOCK_OVER, FLAG, FLAG_VALUE, keptExpiry } from "./block-flag.ts";
+import { answer, closeStep, openStep, readStep } from "./first-step.ts";
+
+/**
+ * Most a count reaches through a settlement's overcharge: 2^52 − 1, below the Redis state's block
+ * flag (block-flag.ts).
+ */
+const MAX_COUNT = 4_503_599_627_370_495;
 
 const refundSliding: Algorithm["refund"] = (p, s, o, _log, now, cost, mark) => {
   const w = p.windowMs;
@@ -73,8 +81,8 @@ export const SLIDING_WINDOW: Algorithm = {
   // An overcharge goes where a refund into the mark would come from: the charged window's count,
   // as the current or the previous one; nothing once a later window no longer weighs it.
   settle: /* @__PURE__ */ settleByDifference(refundSliding, (p, s, o, _log, _now, cost, mark) => {
-    if (s[o] === mark) s[o + 1] = Math.min(s[o + 1]! + cost, Number.MAX_SAFE_INTEGER);
-    else if (s[o] === mark + 1) s[o + 2] = Math.min(s[o + 2]! + cost, Number.MAX_SAFE_INTEGER);
+    if (s[o] === mark) s[o + 1] = Math.min(s[o + 1]! + cost, MAX_COUNT);
+    else if (s[o] === mark + 1) s[o + 2] = Math.min(s[o + 2]! + cost, MAX_COUNT);
     return (s[o]! + 2) * p.windowMs * 1000;
   }),
   accepts: (s, o) =>
@@ -123,40 +131,149 @@ export function slidingWindow(options: WindowPolicyOptions): Policy {
   return windowPolicy("sliding-window", SLIDING_WINDOW, "slidingWindow()", options);
 }
 
+/** A state string of this kind: index, current count (plus the block flag), previous count. */
+const SW_STATE = "^(-?%d+):(%d+):(%d+)$";
+
 /**
  * Sliding-window counter in Lua. Parameter: window ms. Read: index, cur, prev, v (the raw GET:
- * false when absent) and d = whether the stored state is that window's.
+ * false when absent), fl (the block flag the current count carried, 2^52 or 0; see
+ * block-flag.ts) and d = whether the stored state is that window's.
  */
-const SW_READ = `local index, cur, prev, v = floor(now / (P * 1000)), 0, 0, redis.pcall("GET", k)
+const SW_READ = /* @__PURE__ */ (() =>
+  `local index, cur, prev, v, fl = floor(now / (P * 1000)), 0, 0, redis.pcall("GET", k), 0
 d = false
 if type(v) == "string" then
-  local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$")
+  local si, sc, sp = string.match(v, "${SW_STATE}")
   if si then
-    si = si + 0
+    si, sc = si + 0, sc + 0
+    if sc >= ${FLAG} then sc, fl = sc - ${FLAG}, ${FLAG} end
     if si > index then index = si end
-    if si == index then cur, prev, d = sc + 0, sp + 0, true
-    elseif si == index - 1 then prev = sc + 0 end
+    if si == index then cur, prev, d = sc, sp + 0, true
+    elseif si == index - 1 then prev = sc end
   end
 end
-`;
+`)();
 
-/** Rewrites the charged window's count (`sc`) or, one window later, the previous count (`sp`). */
+/**
+ * Writes the state of the counts \`n\` (index, current, previous; the flag \`fl\` added to the
+ * current): keeping the expiry when \`same\` (the stored window's), else with the expiry of window
+ * \`w\` (the end of the window after it: its count still weighs on the next), no earlier than a
+ * flagged state's.
+ */
+const swWrite = (index: string, cur: string, prev: string, same: string, w: string): string => {
+  const ms = `max(1, ceil(((${w} + 2) * P * 1000 - now) / 1000))`;
+  const v = `fmt("%d:%d:%d", ${index}, ${cur} + fl, ${prev})`;
+  return `if ${same} then redis.call("SET", k, ${v}, "KEEPTTL")
+elseif fl > 0 then redis.call("SET", k, ${v}, "PX", fmt("%d", ${keptExpiry(ms)}))
+else redis.call("SET", k, ${v}, "PX", fmt("%d", ${ms})) end
+`;
+};
+
+/**
+ * Rewrites the charged window's count (\`sc\`) or, one window later, the previous count (\`sp\`),
+ * keeping the flag (\`fl\`) and the expiry.
+ */
 const SW_INTO_MARK = (current: string, previous: string): string =>
   `local v = redis.pcall("GET", k)
 if type(v) == "string" then
-  local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$")
+  local si, sc, sp = string.match(v, "${SW_STATE}")
   if si then
+    local fl = 0
     si, sc, sp = si + 0, sc + 0, sp + 0
-    if si == m then redis.call("SET", k, fmt("%d:%d:%d", si, ${current}, sp), "KEEPTTL")
-    elseif si == m + 1 then redis.call("SET", k, fmt("%d:%d:%d", si, sc, ${previous}), "KEEPTTL") end
+    if sc >= ${FLAG} then sc, fl = sc - ${FLAG}, ${FLAG} end
+    if si == m then redis.call("SET", k, fmt("%d:%d:%d", si, ${current} + fl, sp), "KEEPTTL")
+    elseif si == m + 1 then redis.call("SET", k, fmt("%d:%d:%d", si, sc + fl, ${previous}), "KEEPTTL") end
   end
 end
 `;
 
-/** Redis state: the string "index:current:previous". */
+/**
+ * The single-policy script's first step for a charge: one \`GET\` and, when admitted, one
+ * \`SET\`, no read of the block key unless the state is flagged (see block-flag.ts). It decides a
+ * missing state or one of this window or an earlier one, unflagged or with its block over, and
+ * answers the state it read and the clock (first-step.ts), which {@link expandSliding} reads as
+ * the usual result. Anything else (a block, a clock behind the stored window, another kind's
+ * state) falls through to the general path. \`one\`: the script for a charge of 1 on the server's
+ * clock, whose ARGV are only the limit and the window.
+ */
+const swFast = (one: boolean): string => {
+  const [L, P, cost] = one ? ["ARGV[1]", "ARGV[2]", "1"] : ["ARGV[2]", "ARGV[3]", "cost"];
+  return `${openStep(one)}local v = redis.pcall("GET", KEYS[1])
+local P, index, si, sc, sp = ${P} + 0, nil
+if type(v) == "string" then si, sc, sp = string.match(v, "${SW_STATE}") end
+if si then
+si, sc = si + 0, sc + 0
+if sc >= ${FLAG} and ${BLOCK_OVER} then sc = sc - ${FLAG} end
+if sc < ${FLAG} then index = math.floor(now / (P * 1000)) end
+elseif v == false then index = math.floor(now / (P * 1000)) end
+if index then
+local cur, prev, same = 0, 0, false
+if si == index then cur, prev, same = sc, sp + 0, true elseif si == index - 1 then prev = sc elseif si and si > index then index = nil end
+if index then
+if (cur + ${cost}) * P <= ${L} * P - prev * (P - math.floor((now - index * P * 1000) / 1000)) then
+if same then redis.call("SET", KEYS[1], string.format("%d:%d:%d", index, cur + ${cost}, prev), "KEEPTTL")
+else redis.call("SET", KEYS[1], string.format("%d:%d:%d", index, cur + ${cost}, prev), "PX", string.format("%d", math.ceil(((index + 2) * P * 1000 - now) / 1000))) end
+end
+${answer('(v or "")')}
+end
+end
+${closeStep(one)}`;
+};
+
+/**
+ * The first step's answer as the script's usual result of a charge of \`cost\`: the same decision
+ * and figures, by the same double arithmetic, as \`apply\`'s. A flagged state's count is read
+ * without its flag (the step answers only for a state unflagged or with its block over).
+ */
+function expandSliding(reply: unknown, cost: number, limit: number, w: number): number[] | undefined {
+  const step = readStep(reply);
+  if (step === undefined) return undefined;
+  const { now } = step;
+  const index = Math.floor(now / (w * 1000));
+  let cur = 0;
+  let prev = 0;
+  if (step.state !== "") {
+    const m = /^(-?\d+):(\d+):(\d+)$/.exec(step.state);
+    if (m === null) return undefined;
+    const stored = Number(m[1]);
+    const count = Number(m[2]) % FLAG_VALUE;
+    if (stored === index) (cur = count, prev = Number(m[3]));
+    else if (stored === index - 1) prev = count;
+  }
+  const start = index * w;
+  const budget = limit * w - prev * (w - Math.floor((now - start * 1000) / 1000));
+  if ((cur + cost) * w <= budget) return [1, 1, Math.max(0, Math.floor((budget - (cur + cost) * w) / w)), start + 2 * w, 0, index];
+  return [
+    0,
+    0,
+    Math.max(0, Math.floor((budget - cur * w) / w)),
+    cur > 0 ? start + 2 * w : prev > 0 ? start + w : ceilMs(now),
+    cost > limit ? NEVER : slidingRetryMs(limit, w, start, cur, prev, cost, now),
+  ];
+}
+
+/**
+ * Flags the state in \`k\` as blocked (see block-flag.ts): its current count 2^52 higher (a
+ * missing or unreadable state as an empty one of window 0), to live at least until the block ends.
+ */
+const SW_BLOCK_MARK = /* @__PURE__ */ (() =>
+  `local fv, fi, fc, fp = redis.pcall("GET", k), 0, 0, 0
+if type(fv) == "string" then
+  local si, sc, sp = string.match(fv, "${SW_STATE}")
+  if si then fi, fc, fp = si + 0, sc + 0, sp + 0 end
+end
+if fc < ${FLAG} then fc = fc + ${FLAG} end
+redis.call("SET", k, fmt("%d:%d:%d", fi, fc, fp), "PX", fmt("%d", ${BLOCK_EXPIRY}))
+`)();
+
+/** Redis state: the string "index:current:previous", the current count plus 2^52 while flagged. */
 const SLIDING_WINDOW_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "s",
   parameter: (p: Policy) => p.windowMs,
+  // A count stays below the block flag.
+  maxLimit: MAX_COUNT,
+  fast: { source: swFast, expand: expandSliding },
+  blockMark: SW_BLOCK_MARK,
   fragments: {
     eval: `${SW_READ}local start = index * P
 local elapsed = floor((now - start * 1000) / 1000)
@@ -179,34 +296,24 @@ if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else
   out[i + 3] = max(1, ceil(at - now / 1000))
 end
 a, b, c, e = index, cur, prev, budget
+d = (d and 1 or 0) + (fl > 0 and 2 or 0)
 `,
-    // Same window: the key already expires when both counted windows have passed.
+    // d: 1 when the stored window is this one (the key already expires when both counted windows
+    // have passed), plus 2 when flagged (the flag and its expiry are kept).
     commit: `b = b + cost
-local v = fmt("%d:%d:%d", a, b, c)
-if d then redis.call("SET", k, v, "KEEPTTL")
-else redis.call("SET", k, v, "PX", fmt("%d", max(1, ceil(((a * P + 2 * P) * 1000 - now) / 1000)))) end
-out[i + 1], out[i + 2], out[j] = max(0, floor((e - b * P) / P)), a * P + 2 * P, a
+local fl = d >= 2 and ${FLAG} or 0
+${swWrite("a", "b", "c", "d % 2 == 1", "a")}out[i + 1], out[i + 2], out[j] = max(0, floor((e - b * P) / P)), a * P + 2 * P, a
 `,
     settle: settleFragment(
       SW_INTO_MARK("max(0, sc - cost)", "max(0, sp - cost)"),
-      SW_INTO_MARK("math.min(sc + cost, 9007199254740991)", "math.min(sp + cost, 9007199254740991)"),
+      SW_INTO_MARK(`math.min(sc + cost, ${MAX_COUNT})`, `math.min(sp + cost, ${MAX_COUNT})`),
     ),
     // Into the mark: the stored window's own count, or its previous count one window later.
     refund: `if m then
-  local v = redis.pcall("GET", k)
-  if type(v) == "string" then
-    local si, sc, sp = string.match(v, "^(-?%d+):(%d+):(%d+)$")
-    if si then
-      si, sc, sp = si + 0, sc + 0, sp + 0
-      if si == m then redis.call("SET", k, fmt("%d:%d:%d", si, max(0, sc - cost), sp), "KEEPTTL")
-      elseif si == m + 1 then redis.call("SET", k, fmt("%d:%d:%d", si, sc, max(0, sp - cost)), "KEEPTTL") end
-    end
-  end
-else
+${SW_INTO_MARK("max(0, sc - cost)", "max(0, sp - cost)")}else
 ${SW_READ}if v then
   local f = math.min(cur, cost)
-  redis.call("SET", k, fmt("%d:%d:%d", index, cur - f, max(0, prev - (cost - f))), "PX", fmt("%d", max(1, ceil(((index + 2) * P * 1000 - now) / 1000))))
-end
+  ${swWrite("index", "cur - f", "max(0, prev - (cost - f))", "false", "index")}end
 end
 `,
   },

@@ -13,6 +13,8 @@ import {
   settleFragment,
 } from "./algorithm.ts";
 import { BLOCK, LIMIT, NAME } from "./window-options.ts";
+import { BLOCK_EXPIRY, BLOCK_OVER, FLAG, FLAG_VALUE, keptExpiry } from "./block-flag.ts";
+import { answer, closeStep, openStep, readStep } from "./first-step.ts";
 import { type Duration, durationMs } from "../duration.ts";
 
 /**
@@ -157,56 +159,126 @@ export function tokenBucket(options: TokenBucketOptions): Policy {
 }
 
 /**
- * GCRA in Lua. Parameter: µs per token. Carried from eval to commit: a = new tat. Stored
- * negated: every other kind's integer is >= 0, so none can pass for an arrival time (nor one for
- * a fixed-window count) after a limiter changes kind under the same prefix.
- * Redis state: the integer minus the theoretical arrival time (µs).
+ * The bucket's state read into \`tat\` (the arrival time, µs; 0 when absent) and \`fl\` (whether
+ * it carries the block flag, see block-flag.ts).
+ */
+const TB_READ = /* @__PURE__ */ (() =>
+  `local tat, fl = -(tonumber(redis.pcall("GET", k)) or 0), false
+if tat >= ${FLAG} then tat, fl = tat - ${FLAG}, true end
+`)();
+
+/** Writes the arrival time \`t\` (µs) with its expiry, keeping a flag read in \`fl\` and its expiry. */
+const tbWrite = (t: string): string =>
+  `if fl then redis.call("SET", k, fmt("%d", -${t} - ${FLAG}), "PX", fmt("%d", ${keptExpiry(`max(1, ceil((${t} - now) / 1000))`)}))
+else redis.call("SET", k, fmt("%d", -${t}), "PX", fmt("%d", max(1, ceil((${t} - now) / 1000)))) end
+`;
+
+/**
+ * The single-policy script's first step for a charge: one \`GET\` and, when admitted, one
+ * \`SET … PX\`, no read of the block key unless the state is flagged (see block-flag.ts). It
+ * decides a missing state (an unblocked key, see block-flag.ts), an unflagged one, or a flagged
+ * one whose block is over, and answers the state it read and the clock (first-step.ts), which
+ * {@link expandBucket} reads as the usual result. Anything else (a block, another kind's state)
+ * falls through to the general path. \`one\`: the script for a charge of 1 on the server's clock,
+ * whose ARGV are only the limit and the µs per token.
+ */
+const tbFast = (one: boolean): string => {
+  const [L, P, cost] = one ? ["ARGV[1]", "ARGV[2]", "1"] : ["ARGV[2]", "ARGV[3]", "cost"];
+  return `${openStep(one)}local v = redis.pcall("GET", KEYS[1])
+local s = tonumber(v) or v == false and 0
+if s and s <= -${FLAG} and ${BLOCK_OVER} then s = s + ${FLAG} end
+if s and s > -${FLAG} then
+local P, tat = ${P} + 0, -s
+if tat < now then tat = now end
+local nxt = tat + ${cost} * P
+if nxt - now <= ${L} * P then redis.call("SET", KEYS[1], string.format("%d", -nxt), "PX", string.format("%d", math.ceil((nxt - now) / 1000))) end
+${answer(`(v or "")`)}
+end
+${closeStep(one)}`;
+};
+
+/**
+ * The first step's answer as the script's usual result of a charge of \`cost\`: the same decision
+ * and figures, by the same double arithmetic, as the eval and commit fragments'. A flagged
+ * state's value is read without its flag (the step answers only for a state with its block over).
+ */
+function expandBucket(reply: unknown, cost: number, limit: number, interval: number): number[] | undefined {
+  const step = readStep(reply);
+  if (step === undefined) return undefined;
+  const { now } = step;
+  let stored = step.state === "" ? 0 : Number(step.state);
+  if (!Number.isSafeInteger(stored)) return undefined;
+  if (stored <= -FLAG_VALUE) stored += FLAG_VALUE;
+  const tat = Math.max(-stored, now);
+  const tau = limit * interval;
+  const nxt = tat + cost * interval;
+  if (cost <= limit && nxt - now <= tau) return [1, 1, Math.floor((tau - (nxt - now)) / interval), Math.ceil(nxt / 1000), 0, nxt];
+  return [
+    0,
+    0,
+    Math.max(0, Math.floor((tau - (tat - now)) / interval)),
+    Math.ceil(tat / 1000),
+    cost > limit ? NEVER : Math.ceil((nxt - tau - now) / 1000),
+  ];
+}
+
+/**
+ * Flags the bucket in \`k\` as blocked (see block-flag.ts): its value 2^52 lower (a missing one,
+ * or another kind's number, as an empty bucket's), to live at least until the block ends.
+ */
+const TB_BLOCK_MARK = /* @__PURE__ */ (() =>
+  `local fv = tonumber(redis.pcall("GET", k)) or 0
+if fv > 0 then fv = 0 end
+if fv > -${FLAG} then fv = fv - ${FLAG} end
+redis.call("SET", k, fmt("%d", fv), "PX", fmt("%d", ${BLOCK_EXPIRY}))
+`)();
+
+/**
+ * GCRA in Lua. Parameter: µs per token. Carried from eval to commit: a = new tat, b = the flag.
+ * Stored negated: every other kind's integer is >= 0, so none can pass for an arrival time (nor
+ * one for a fixed-window count) after a limiter changes kind under the same prefix.
+ * Redis state: the integer minus the theoretical arrival time (µs), minus 2^52 while flagged.
  */
 const TOKEN_BUCKET_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   code: "t",
   parameter: intervalUs,
+  fast: { source: tbFast, expand: expandBucket },
+  blockMark: TB_BLOCK_MARK,
   fragments: {
-    eval: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
-if tat < now then tat = now end
+    eval: `${TB_READ}if tat < now then tat = now end
 local tau, nxt = L * P, tat + cost * P
 ok = cost <= L and nxt - now <= tau
 out[i], out[i + 1], out[i + 2] = ok and 1 or 0, max(0, floor((tau - (tat - now)) / P)), ceil(tat / 1000)
 if ok then out[i + 3] = 0 elseif cost > L then out[i + 3] = -1 else out[i + 3] = ceil((nxt - tau - now) / 1000) end
-a = nxt
+a, b = nxt, fl
 `,
-    commit: `redis.call("SET", k, fmt("%d", -a), "PX", fmt("%d", max(1, ceil((a - now) / 1000))))
-out[i + 1], out[i + 2], out[j] = floor((L * P - (a - now)) / P), ceil(a / 1000), a
+    commit: `local fl = b
+${tbWrite("a")}out[i + 1], out[i + 2], out[j] = floor((L * P - (a - now)) / P), ceil(a / 1000), a
 `,
     settle: /* @__PURE__ */ settleFragment(
-      `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
-if tat > now and tat == m then
+      `${TB_READ}if tat > now and tat == m then
   tat = max(now, tat - cost * P)
-  redis.call("SET", k, fmt("%d", -tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
-end
+  ${tbWrite("tat")}end
 `,
-      `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
-local nxt = math.min(tat + cost * P, now + ${MAX_BUCKET_US})
-if nxt > now and nxt > tat then redis.call("SET", k, fmt("%d", -nxt), "PX", fmt("%d", max(1, ceil((nxt - now) / 1000)))) end
+      `${TB_READ}local nxt = math.min(tat + cost * P, now + ${MAX_BUCKET_US})
+if nxt > now and nxt > tat then ${tbWrite("nxt")}end
 `,
     ),
     // A lease's units are charged as if spent at the lease's end: a bucket that stays full
     // meanwhile forgets refill, so a unit charged earlier than it is spent would let any later
     // decision on the key (exact, or leased with another life) see up to a life's refill too
     // many. Charged at the end, the stored time is never earlier than exact mode's.
-    grant: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
-if tat < now then tat = now end
+    grant: `${TB_READ}if tat < now then tat = now end
 tat = tat + req * P
 if tat < wend then tat = wend end
 local tau, nxt = L * P, tat + g * P
 ok = cost <= L and nxt - now <= tau
 out[i], out[i + 1], out[i + 2], out[i + 3] = ok and 1 or 0, max(0, floor((tau - (tat - now)) / P)), ceil(tat / 1000), 0
-a = nxt
+a, b = nxt, fl
 `,
-    refund: `local tat = -(tonumber(redis.pcall("GET", k)) or 0)
-if tat > now and (m == nil or tat == m) then
+    refund: `${TB_READ}if tat > now and (m == nil or tat == m) then
   tat = max(now, tat - cost * P)
-  redis.call("SET", k, fmt("%d", -tat), "PX", fmt("%d", max(1, ceil((tat - now) / 1000))))
-end
+  ${tbWrite("tat")}end
 `,
   },
 }))();

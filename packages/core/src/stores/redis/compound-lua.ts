@@ -72,7 +72,7 @@ return out
 }
 
 /** SHA1 of the compound script, precomputed (test/redis/lua-sha.test.ts recomputes it). */
-export const COMPOUND_SCRIPT_SHA = "d0d6a2f8647e5b5babec90d68acd225fdcb03604";
+export const COMPOUND_SCRIPT_SHA = "c1b1f5c8b6043223c598a7b8d45e66ef371a7547";
 
 let script: LuaScript | undefined;
 

@@ -141,7 +141,7 @@ return out
 }
 
 /** The lease script's SHA1, precomputed (a test recomputes it from the source). */
-export const LEASE_SCRIPT_SHA = "a000696fbd5ae2979e9dff5d7ab09dc2c3281f5e";
+export const LEASE_SCRIPT_SHA = "6f58dbae1bcc0cafd8ff2f2885e0b779687750eb";
 
 let script: LuaScript | undefined;
 

@@ -88,8 +88,9 @@ ${markBlock("KEYS[1]", "ARGV[2]")}${BLOCKED}end
 
 /**
  * After a block key is written: the blocked state key (\`key\`, its policy's kind letter in
- * \`kind\`) marked as its kind requires (\`LuaAlgorithm.blockMark\`), so that a script that skips
- * the block key for unmarked state sees the block.
+ * \`kind\`) marked as its kind requires (\`LuaAlgorithm.blockMark\`, which reads the block's end
+ * in \`bu\` and the clock in \`now\`), so that a script that skips the block key for unmarked state
+ * sees the block.
  */
 export function markBlock(key: string, kind: string): string {
   const marked = POLICY_KINDS.filter((k) => ALGORITHMS[k].lua.blockMark !== undefined);
@@ -175,8 +176,8 @@ else
   now = t[1] * 1000000 + t[2]
 end
 if op == "b" then
-local bk = KEYS[1] .. ":b"
-redis.call("SET", bk, fmt("%d", now + amount * 1000), "PX", fmt("%d", amount))
+local bk, bu = KEYS[1] .. ":b", now + amount * 1000
+redis.call("SET", bk, fmt("%d", bu), "PX", fmt("%d", amount))
 ${markBlock("KEYS[1]", "ARGV[4]")}return 0
 end
 local ok, a, b, c, d, e, cost
@@ -222,15 +223,17 @@ export interface LuaScript {
  * from the sources (and prints the new values when a script changes).
  */
 export const SCRIPT_SHA: Readonly<Partial<Record<ScriptName, string>>> = {
-  "token-bucket": "d78a439fd22fc6d7cceb5abcf11fa5452f9837a2",
+  "token-bucket": "732d797ece1ecda21b5068f57f3bbab3e07f348f",
   "fixed-window": "74344e632dd1c914144f27dddbaa0cbab5458705",
-  "sliding-window": "0aeb1e53617d7f08fb240587b41f2dc6694de95b",
+  "sliding-window": "cac9005c83c037b7ecc671fe7de196e32ac6df9e",
   "sliding-log": "3a44f33f4c58a416b82f579f76bb024337f3044a",
   concurrency: "8f5f299998e68ddfac4ef0b9d324a51622824729",
-  admin: "6d17a788b8a649dd47596f4315a5a35c0cdeae41",
+  admin: "66a55ed58d382394e041f627804675f0a202ead9",
   "calendar-window": "813222cb073e1c9984ee27b3bf43f8a2853bc2b3",
   "fixed-window:1": "aa3d43292ac13e774303b18bef55d5ccc95146c5",
-  multi: "deac5cb97539e82d3c745175cdc7534f180015e0",
+  "token-bucket:1": "939d7e3739a7ccc92d0ed1c682925036d9138d1d",
+  "sliding-window:1": "7f57bcfcb803ffa26d38e92ad9682652125d959e",
+  multi: "58b9982be45393143c90d66f3589f26d483ee7ce",
 };
 
 let scripts: Scripts | undefined;

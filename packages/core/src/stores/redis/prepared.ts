@@ -28,8 +28,8 @@ export interface Prepared {
    * `multiTail` at the client's `nowMs`; undefined for every other set.
    */
   readonly at: ((nowMs: number) => { tail: readonly string[]; multiTail: readonly string[] }) | undefined;
-  /** A single policy whose script may answer a charge in two numbers: reads them as the usual result. */
-  readonly fast: ((reply: readonly number[], cost: number) => number[]) | undefined;
+  /** A single policy whose script may answer a charge in short: reads that as the usual result (undefined: not a short answer). */
+  readonly fast: ((reply: unknown, cost: number) => number[] | undefined) | undefined;
   /** The script of a charge of 1 on the server's clock, when the kind has one (ARGV: `tail`), with its gate. */
   readonly one: { readonly script: LuaScript; readonly gate: ScriptGate } | undefined;
 }
@@ -100,7 +100,7 @@ export function prepareSet(name: string, set: PolicySet, ownsClock: boolean, gat
     one: oneScript === undefined ? undefined : { script: oneScript, gate: gateOf(oneScript) },
     fast: fast === undefined
       ? undefined
-      : (reply: readonly number[], cost: number) => fast.expand(reply, cost, single.limit, ALGORITHMS[single.kind].lua.parameter(single)),
+      : (reply: unknown, cost: number) => fast.expand(reply, cost, single.limit, ALGORITHMS[single.kind].lua.parameter(single)),
   });
   return prepared;
 }

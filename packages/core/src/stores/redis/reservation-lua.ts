@@ -77,8 +77,8 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "399ed837ac697fef1fbd1b2f709a004a4fb11e74",
-  settle: "65d23c9343ef643b439b443581c094db48b2a208",
+  reserve: "592c3ef4b153774ab28e89edaec9f6317637b3fe",
+  settle: "eddb7a129e5d8b6f5df495ceef1a9864504fad40",
 } as const;
 
 let scripts: { readonly reserve: LuaScript; readonly settle: LuaScript } | undefined;

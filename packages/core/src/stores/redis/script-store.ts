@@ -302,7 +302,7 @@ export class ScriptStore implements RedisScriptStore {
       reply = await this.#eval(script, keys, args, op, gate);
     }
     if (op === "refund") return NO_RESULT;
-    if (prepared.fast !== undefined && op === "consume" && isResult(reply, 2)) reply = prepared.fast(reply, cost);
+    if (prepared.fast !== undefined && op === "consume") reply = prepared.fast(reply, cost) ?? reply;
     // A charged admission carries one mark per policy after the figures.
     const length = 1 + prepared.count * FIELDS_PER_POLICY +
       (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
