@@ -1,4 +1,4 @@
--- Floodgate PostgreSQL store, schema version 3.
+-- Floodgate PostgreSQL store, schema version 4.
 BEGIN;
 SELECT pg_advisory_xact_lock(hashtext('floodgate:floodgate.limits'));
 CREATE SCHEMA IF NOT EXISTS floodgate;
@@ -1276,6 +1276,18 @@ IF r[i] = 0 THEN allowed := false; END IF;
 o := o + CASE kd WHEN 't' THEN 1 WHEN 'f' THEN 2 WHEN 's' THEN 3 ELSE 1 END;
 END LOOP;
 r[1] := CASE WHEN allowed THEN 1 ELSE 0 END;
+-- A blocked key: denied as a consume is, nothing charged, no lease.
+IF bl > nw THEN
+r := r[1 : 1 + 4 * n];
+r[1] := 0;
+FOR p IN 1..n LOOP
+  i := 2 + (p - 1) * 4;
+  r[i] := 0; r[i + 1] := 0;
+  IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
+  IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
+END LOOP;
+  allowed := false;
+END IF;
 g := 0; marks := '{}';
 IF allowed THEN
   g := want; wend := nw + life;
@@ -1999,5 +2011,5 @@ RETURN res;
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION floodgate.limits_version() RETURNS int LANGUAGE sql IMMUTABLE AS $fn$ SELECT 3 $fn$;
+CREATE OR REPLACE FUNCTION floodgate.limits_version() RETURNS int LANGUAGE sql IMMUTABLE AS $fn$ SELECT 4 $fn$;
 COMMIT;

@@ -51,6 +51,11 @@ export const leaseMargin = (lifeMs: number): number => LEASE_MARGIN_MS + LEASE_D
 export interface LeasedDecider {
   decide(key: string, cost: number): Decision | Promise<Decision>;
   flush(): Promise<void>;
+  /**
+   * Stops spending this instance's leases of `key` (after a block or a reset of it): their
+   * unspent units go back with the next store call, which decides the key on the store.
+   */
+  drop(key: string): void;
 }
 
 /** Makes the leased side of a limiter. */
@@ -78,6 +83,15 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
     // records left in the store are exactly the leases never returned (those of dead instances).
     k.returns.push({ id: lease.id, unspent: lease.units });
     lease.units = 0;
+  };
+
+  /** Stops spending `k`'s leases: their unspent units go back with the next store call. */
+  const giveBack = (k: KeyLeases): void => {
+    for (const lease of [k.current, k.next]) {
+      if (lease !== undefined) k.returns.push({ id: lease.id, unspent: lease.units });
+      if (lease !== undefined) lease.units = 0;
+    }
+    k.current = k.next = undefined;
   };
 
   /** The lease to spend from now, moving on from a spent or expired one. */
@@ -325,16 +339,16 @@ export function leasedDecider(deps: LeaseDeps): LeasedDecider {
       if (lease !== undefined) return spend(key, k, lease, cost);
       return viaStore(key, k, cost);
     },
+    drop(key: string): void {
+      const k = keys.get(key);
+      if (k !== undefined) giveBack(k);
+    },
     async flush(): Promise<void> {
       const all: Promise<void>[] = [];
       for (const [key, k] of keys) {
         all.push((async () => {
           while (k.inflight !== undefined) await awaitCall(k);
-          for (const lease of [k.current, k.next]) {
-            if (lease !== undefined) k.returns.push({ id: lease.id, unspent: lease.units });
-            if (lease !== undefined) lease.units = 0;
-          }
-          k.current = k.next = undefined;
+          giveBack(k);
           // One call returns them all; a failure leaves them for a later call (and rejects flush).
           // Spent leases too: their records go, so records left are those of leases never returned.
           if (k.returns.length > 0) await call(k, key, 0, 0);

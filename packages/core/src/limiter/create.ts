@@ -217,6 +217,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     },
     async reset(key: string): Promise<void> {
       checkKey(key);
+      leased?.drop(key);
       await store.reset(set, key);
     },
     async penalty(key: string, options?: LimitOptions): Promise<void> {
@@ -235,6 +236,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         );
       }
       lacking(bare, "block");
+      leased?.drop(key);
       await store.block!(set, key, ms, clock());
     },
     async unblock(key: string): Promise<void> {

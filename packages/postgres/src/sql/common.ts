@@ -92,3 +92,14 @@ export const LONG_KEY = `IF octet_length(k) > 1024 THEN
   k := substr(k, 1, strpos(k, '{') - 1) || '}' || encode(sha256(convert_to(k, 'UTF8')), 'hex');
 END IF;
 `;
+
+/** A blocked key: every policy denied with 0 remaining, its reset and wait at least until the block ends. */
+export const OVERRIDE_BLOCKED = `r := r[1 : 1 + 4 * n];
+r[1] := 0;
+FOR p IN 1..n LOOP
+  i := 2 + (p - 1) * 4;
+  r[i] := 0; r[i + 1] := 0;
+  IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
+  IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
+END LOOP;
+`;

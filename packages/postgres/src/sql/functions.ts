@@ -1,5 +1,5 @@
 import { APPLY, REFUND, SETTLE } from "./algorithms.ts";
-import { DECLARE, EACH, LONG_KEY, NOW, READ, WRITE } from "./common.ts";
+import { DECLARE, EACH, LONG_KEY, NOW, OVERRIDE_BLOCKED, READ, WRITE } from "./common.ts";
 import { FAST_PATH } from "./fast.ts";
 import { LEASE_FUNCTION } from "./lease.ts";
 import { CONSUME_MANY_FUNCTION } from "./many.ts";
@@ -20,17 +20,6 @@ import { CHARGE_FUNCTIONS } from "./counter.ts";
  * lims and pars (per policy its limit and parameter, as the Redis scripts'), nw (now in µs, or
  * NULL for the database's clock).
  */
-
-/** A blocked key: every policy denied with 0 remaining, its reset and wait at least until the block ends. */
-const OVERRIDE_BLOCKED = `r := r[1 : 1 + 4 * n];
-r[1] := 0;
-FOR p IN 1..n LOOP
-  i := 2 + (p - 1) * 4;
-  r[i] := 0; r[i + 1] := 0;
-  IF r[i + 2] < ceil(bl / 1000) THEN r[i + 2] := ceil(bl / 1000); END IF;
-  IF r[i + 3] <> -1 AND r[i + 3] < ceil((bl - nw) / 1000) THEN r[i + 3] := ceil((bl - nw) / 1000); END IF;
-END LOOP;
-`;
 
 /**
  * A peek or a denial writes nothing, except a log's entries that left the window (dropped as

@@ -1,5 +1,5 @@
 import { APPLY, REFUND } from "./algorithms.ts";
-import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, POLICY, READ, UPDATE_ROW } from "./common.ts";
+import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, OVERRIDE_BLOCKED, POLICY, READ, UPDATE_ROW } from "./common.ts";
 
 /*
  * The lease function: the Redis lease script (packages/core/src/stores/redis/lease-lua.ts) in
@@ -97,7 +97,11 @@ ${REFUND}`)
   END IF;
 END LOOP;
 c := CASE WHEN req > 0 THEN req ELSE 1 END;
-${EVAL_ALL}g := 0; marks := '{}';
+${EVAL_ALL}-- A blocked key: denied as a consume is, nothing charged, no lease.
+IF bl > nw THEN
+${OVERRIDE_BLOCKED}  allowed := false;
+END IF;
+g := 0; marks := '{}';
 IF allowed THEN
   g := want; wend := nw + life;
   FOR p IN 1..n LOOP

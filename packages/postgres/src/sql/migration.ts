@@ -2,7 +2,7 @@ import { FloodgateError } from "@floodgate/core/store";
 import { FUNCTIONS } from "./functions.ts";
 
 /** The version of the schema this package writes and calls; `<table>_version()` answers it. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Where the store's objects live: a schema and the base name of its tables and functions. */
 export interface SqlNames {

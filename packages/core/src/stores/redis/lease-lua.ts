@@ -1,6 +1,6 @@
 import type { LuaFragments } from "../../algorithms/algorithm.ts";
 import { ALGORITHMS, POLICY_KINDS, type PolicyKind } from "../../algorithms/registry.ts";
-import { type LuaScript, READ_NOW } from "./lua.ts";
+import { BLOCKED, type LuaScript, READ_NOW } from "./lua.ts";
 
 /*
  * The lease script: one atomic call that returns a previous lease's unspent units, decides the
@@ -21,6 +21,9 @@ import { type LuaScript, READ_NOW } from "./lua.ts";
  * Reply, always 1 + 5n + 3 integers: allowed, per policy (allowed, remaining, resetAt ms,
  * retryAfterMs), per policy the charge's mark (0 when nothing was charged), g, the lease's life
  * from now in µs, now in µs.
+ *
+ * A blocked key (its block key \`<first key>:b\` live) is denied as the consume scripts deny it:
+ * nothing charged, no lease; the returns still count.
  *
  * The ledger record holds the reply as charged, with the lease's end (µs) where the life goes:
  * `g` and the marks say what a return gives back and where; a retried call with the same lease
@@ -97,6 +100,9 @@ end
 local out, h = {}, {}
 cost = req > 0 and req or 1
 evalAll(out, h)
+local bu = tonumber(redis.pcall("GET", KEYS[1] .. ":b"))
+if bu and bu > now then
+${BLOCKED}end
 if out[1] == 1 then
   g = want
   wend = now + life
@@ -141,7 +147,7 @@ return out
 }
 
 /** The lease script's SHA1, precomputed (a test recomputes it from the source). */
-export const LEASE_SCRIPT_SHA = "6f58dbae1bcc0cafd8ff2f2885e0b779687750eb";
+export const LEASE_SCRIPT_SHA = "3ff4c0f6c994955302e935fad06d4c39c1caf51a";
 
 let script: LuaScript | undefined;
 

@@ -1,5 +1,6 @@
 import { type Algorithm, FIELDS_PER_POLICY, markOf } from "../../algorithms/algorithm.ts";
 import { leasedLimits } from "../../leases/rules.ts";
+import { overrideBlocked } from "../block.ts";
 import type { Policy } from "../../policy.ts";
 import type { LeaseRequest, PolicySet } from "../store.ts";
 import type { StateEvaluation } from "./types.ts";
@@ -107,6 +108,8 @@ export function evaluateLease(
 
   const probe = req > 0 ? req : 1;
   let out = evaluate(probe);
+  // A blocked key: denied as a consume is, nothing charged, no lease.
+  if (state.blockedUntilUs > now) overrideBlocked(out, n, state.blockedUntilUs, now);
   let granted = 0;
   let life = Math.floor(request.lifeMs * 1000);
   let charged = false;
