@@ -4,9 +4,12 @@ import { FIXED_WINDOW_SQL } from "./fixed-window.ts";
 import { SLIDING_LOG_SQL } from "./sliding-log.ts";
 import { SLIDING_WINDOW_SQL } from "./sliding-window.ts";
 import { TOKEN_BUCKET_SQL } from "./token-bucket.ts";
+import { upsertBody } from "./upsert.ts";
 
 /*
- * The common case, one policy charged by `limit()`, in a procedure of its kind: the general
+ * The common case, one policy charged by `limit()`, in a procedure of its kind. A kind whose
+ * decision fits in expressions (token bucket, fixed and sliding window) is one upsert
+ * (upsert.ts). The sliding log, whose decision loops over its entries, runs the general
  * consume's transaction (the row and the key's block read in one locked statement, the kind's
  * apply fragment, the row written only when it admits, a denial's block written beside it) with
  * nothing else to interpret: no loop over a policy list, no parsing of the set's strings, no
@@ -31,7 +34,11 @@ export const consumeOneProcedure = (n: Names, kind: SqlKind): string =>
     n.create(oneProcedure(kind.code))
   }(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+${kind.upsert === undefined ? transactionBody(n, kind) : upsertBody(n, { ...kind, upsert: kind.upsert })}`;
+
+/** The body of a kind without an upsert: the row and the key's block read locked, in a transaction. */
+const transactionBody = (n: Names, kind: SqlKind): string =>
+  `BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, ${SERVER_NOW});
 DECLARE fd, ok, dup INT DEFAULT 0;
 DECLARE chg INT DEFAULT 1;

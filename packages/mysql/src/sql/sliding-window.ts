@@ -49,6 +49,20 @@ ELSE
 END IF;
 END;
 `,
+  // The window charged (@fg_n1), its count after the charge (@fg_n2), the previous one's (@fg_n3).
+  upsert: {
+    pre: [
+      "@fg_a := IF(kind = 's', n1, 0)",
+      "@fg_b := IF(kind = 's', n2, 0)",
+      "@fg_c := IF(kind = 's', n3, 0)",
+      "@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)",
+      "@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost",
+      "@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))",
+      "@fg_ok := @fg_n2 * pr <= L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))",
+      "@fg_nx := (@fg_n1 + 2) * pr * 1000",
+    ],
+    insert: ["nw DIV (pr * 1000)", "cost", "0", "(nw DIV (pr * 1000) + 2) * pr * 1000"],
+  },
   // Into the mark: the stored window's own count, or its previous count one window later;
   // without one, into the current state (the current count first).
   refund: `IF mk IS NOT NULL THEN

@@ -30,6 +30,20 @@ ELSE
 END IF;
 END;
 `,
+  // The arrival time after the charge (@fg_n1), the row's other numbers kept.
+  upsert: {
+    pre: [
+      "@fg_a := IF(kind = 't', n1, 0)",
+      "@fg_b := IF(kind = 't', n2, 0)",
+      "@fg_c := IF(kind = 't', n3, 0)",
+      "@fg_n1 := GREATEST(@fg_a, nw) + cost * pr",
+      "@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr",
+      "@fg_n2 := @fg_b",
+      "@fg_n3 := @fg_c",
+      "@fg_nx := @fg_n1",
+    ],
+    insert: ["nw + cost * pr", "0", "0", "nw + cost * pr"],
+  },
   refund: REFUND,
   settle: settleByDifference(
     REFUND,
