@@ -2014,266 +2014,244 @@ DROP PROCEDURE IF EXISTS `floodgate_v1_consume_t`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_t`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE ok INT DEFAULT 0;
-DECLARE chg INT DEFAULT 1;
-DECLARE a, b, c, rem, rst, rty, nx, mk, bu BIGINT DEFAULT 0;
-DECLARE lg LONGBLOB;
-DECLARE tk CHAR(1) DEFAULT '';
+DECLARE bu BIGINT;
 SELECT COALESCE(MAX(z.n1), 0) INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
 IF bu = 0 AND cost <= L THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, IF((@fg_ok := NULL) IS NULL, 't', 't'), nw + cost * pr, 0, 0, NULL, nw + cost * pr)
+  VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := nw + cost * pr)
   ON DUPLICATE KEY UPDATE
     kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := @fg_n1))) > 0 AND @fg_ok, 't', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
     entries = IF(@fg_ok, NULL, entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
-  IF @fg_ok IS NOT NULL THEN SET a = @fg_a, b = @fg_b, c = @fg_c; END IF;
-BEGIN
-DECLARE tat, nxt, tau BIGINT;
-SET tau = L * pr, tat = GREATEST(a, nw);
-SET nxt = tat + cost * pr, nx = nxt;
-IF cost <= L AND nxt - nw <= tau THEN
-  SET ok = 1, rty = 0;
-ELSE
-  SET ok = 0, rty = IF(cost > L, -1, ((nxt - tau - nw) + 999) DIV 1000);
-END IF;
-IF ok = 1 AND chg = 1 THEN
-  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
-ELSE
-  -- Negative only after the clock stepped back past the stored arrival time.
-  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
-END IF;
-END;
-  IF ok <> COALESCE(@fg_ok, 1) THEN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
-  END IF;
-ELSE
-  SET chg = IF(bu > 0, 0, 1);
-  SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
-  IF tk IS NULL OR tk <> 't' THEN SET a = 0, b = 0, c = 0; END IF;
-BEGIN
-DECLARE tat, nxt, tau BIGINT;
-SET tau = L * pr, tat = GREATEST(a, nw);
-SET nxt = tat + cost * pr, nx = nxt;
-IF cost <= L AND nxt - nw <= tau THEN
-  SET ok = 1, rty = 0;
-ELSE
-  SET ok = 0, rty = IF(cost > L, -1, ((nxt - tau - nw) + 999) DIV 1000);
-END IF;
-IF ok = 1 AND chg = 1 THEN
-  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
-ELSE
-  -- Negative only after the clock stepped back past the stored arrival time.
-  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
-END IF;
-END;
-END IF;
-SET mk = a;
-IF ok = 0 AND chg = 1 AND bm > 0 THEN
-  SET bu = nw + bm * 1000;
-  INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-    ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-END IF;
-IF sw > 0 THEN
+  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+  IF @@autocommit = 0 THEN COMMIT; END IF;
+  IF @fg_ok THEN
+    IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
     DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
   END;
 END IF;
-SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+    SELECT CONCAT('0,', nw, ',1,1,', (L * pr - (@fg_n1 - nw)) DIV pr, ',', ((@fg_n1) + 999) DIV 1000, ',0,', @fg_n1) AS r;
+    LEAVE proc;
+  END IF;
+END IF;
+BEGIN
+  DECLARE ok INT DEFAULT 0;
+  DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
+  DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
+  DECLARE tk CHAR(1);
+  IF bu = 0 AND cost <= L THEN
+    SET a = @fg_a, b = @fg_b, c = @fg_c;
+  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 't' THEN SET a = 0, b = 0, c = 0; END IF;
+  END IF;
+BEGIN
+DECLARE tat, nxt, tau BIGINT;
+SET tau = L * pr, tat = GREATEST(a, nw);
+SET nxt = tat + cost * pr, nx = nxt;
+IF cost <= L AND nxt - nw <= tau THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((nxt - tau - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = nxt, rem = (tau - (nxt - nw)) DIV pr, rst = ((nxt) + 999) DIV 1000;
+ELSE
+  -- Negative only after the clock stepped back past the stored arrival time.
+  SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
+END IF;
+END;
+  IF ok = 1 AND bu = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
+  END IF;
+  IF chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+  IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+  END;
+END IF;
+  SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
+END;
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_consume_f`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_f`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE ok INT DEFAULT 0;
-DECLARE chg INT DEFAULT 1;
-DECLARE a, b, c, rem, rst, rty, nx, mk, bu BIGINT DEFAULT 0;
-DECLARE lg LONGBLOB;
-DECLARE tk CHAR(1) DEFAULT '';
+DECLARE bu BIGINT;
 SELECT COALESCE(MAX(z.n1), 0) INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
 IF bu = 0 AND cost <= L THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, IF((@fg_ok := NULL) IS NULL, 'f', 'f'), nw DIV (pr * 1000), cost, 0, NULL, (nw DIV (pr * 1000) + 1) * pr * 1000)
+  VALUES (bs, 'f', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 1) * pr * 1000)
   ON DUPLICATE KEY UPDATE
     kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 'f', n1, 0)), (@fg_b := IF(kind = 'f', n2, 0)), (@fg_c := 0), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_ok := @fg_n2 <= L), (@fg_n3 := 0), (@fg_nx := (@fg_n1 + 1) * pr * 1000))) > 0 AND @fg_ok, 'f', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
     entries = IF(@fg_ok, NULL, entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
-  IF @fg_ok IS NOT NULL THEN SET a = @fg_a, b = @fg_b, c = @fg_c; END IF;
-BEGIN
-DECLARE sz, ix, cnt, en BIGINT;
-SET sz = pr * 1000;
-SET ix = GREATEST(nw DIV sz, a);
-SET cnt = IF(a = ix, b, 0), en = (ix + 1) * sz;
-SET rst = ((en) + 999) DIV 1000, nx = en;
-IF cnt + cost <= L THEN
-  SET ok = 1, rty = 0;
-ELSE
-  SET ok = 0, rty = IF(cost > L, -1, ((en - nw) + 999) DIV 1000);
-END IF;
-IF ok = 1 AND chg = 1 THEN
-  SET a = ix, b = cnt + cost, rem = L - cnt - cost;
-ELSE
-  -- Above the limit only when a lowered limit reads state charged under a larger one.
-  SET rem = GREATEST(0, L - cnt);
-END IF;
-END;
-  IF ok <> COALESCE(@fg_ok, 1) THEN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
-  END IF;
-ELSE
-  SET chg = IF(bu > 0, 0, 1);
-  SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
-  IF tk IS NULL OR tk <> 'f' THEN SET a = 0, b = 0, c = 0; END IF;
-BEGIN
-DECLARE sz, ix, cnt, en BIGINT;
-SET sz = pr * 1000;
-SET ix = GREATEST(nw DIV sz, a);
-SET cnt = IF(a = ix, b, 0), en = (ix + 1) * sz;
-SET rst = ((en) + 999) DIV 1000, nx = en;
-IF cnt + cost <= L THEN
-  SET ok = 1, rty = 0;
-ELSE
-  SET ok = 0, rty = IF(cost > L, -1, ((en - nw) + 999) DIV 1000);
-END IF;
-IF ok = 1 AND chg = 1 THEN
-  SET a = ix, b = cnt + cost, rem = L - cnt - cost;
-ELSE
-  -- Above the limit only when a lowered limit reads state charged under a larger one.
-  SET rem = GREATEST(0, L - cnt);
-END IF;
-END;
-END IF;
-SET mk = a;
-IF ok = 0 AND chg = 1 AND bm > 0 THEN
-  SET bu = nw + bm * 1000;
-  INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-    ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-END IF;
-IF sw > 0 THEN
+  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+  IF @@autocommit = 0 THEN COMMIT; END IF;
+  IF @fg_ok THEN
+    IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
     DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
   END;
 END IF;
-SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+    SELECT CONCAT('0,', nw, ',1,1,', L - @fg_n2, ',', ((@fg_nx) + 999) DIV 1000, ',0,', @fg_n1) AS r;
+    LEAVE proc;
+  END IF;
+END IF;
+BEGIN
+  DECLARE ok INT DEFAULT 0;
+  DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
+  DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
+  DECLARE tk CHAR(1);
+  IF bu = 0 AND cost <= L THEN
+    SET a = @fg_a, b = @fg_b, c = @fg_c;
+  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 'f' THEN SET a = 0, b = 0, c = 0; END IF;
+  END IF;
+BEGIN
+DECLARE sz, ix, cnt, en BIGINT;
+SET sz = pr * 1000;
+SET ix = GREATEST(nw DIV sz, a);
+SET cnt = IF(a = ix, b, 0), en = (ix + 1) * sz;
+SET rst = ((en) + 999) DIV 1000, nx = en;
+IF cnt + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((en - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cnt + cost, rem = L - cnt - cost;
+ELSE
+  -- Above the limit only when a lowered limit reads state charged under a larger one.
+  SET rem = GREATEST(0, L - cnt);
+END IF;
+END;
+  IF ok = 1 AND bu = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
+  END IF;
+  IF chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+  IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+  END;
+END IF;
+  SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
+END;
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_consume_s`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_s`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE ok INT DEFAULT 0;
-DECLARE chg INT DEFAULT 1;
-DECLARE a, b, c, rem, rst, rty, nx, mk, bu BIGINT DEFAULT 0;
-DECLARE lg LONGBLOB;
-DECLARE tk CHAR(1) DEFAULT '';
+DECLARE bu BIGINT;
 SELECT COALESCE(MAX(z.n1), 0) INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
 IF bu = 0 AND cost <= L THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, IF((@fg_ok := NULL) IS NULL, 's', 's'), nw DIV (pr * 1000), cost, 0, NULL, (nw DIV (pr * 1000) + 2) * pr * 1000)
+  VALUES (bs, 's', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 2) * pr * 1000)
   ON DUPLICATE KEY UPDATE
     kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 's', n1, 0)), (@fg_b := IF(kind = 's', n2, 0)), (@fg_c := IF(kind = 's', n3, 0)), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))), (@fg_ok := @fg_n2 * pr <= L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))), (@fg_nx := (@fg_n1 + 2) * pr * 1000))) > 0 AND @fg_ok, 's', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
     entries = IF(@fg_ok, NULL, entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
-  IF @fg_ok IS NOT NULL THEN SET a = @fg_a, b = @fg_b, c = @fg_c; END IF;
-BEGIN
-DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
-SET ix = GREATEST(nw DIV (pr * 1000), a);
-SET cur = IF(a = ix, b, 0), prv = IF(a = ix, c, IF(a = ix - 1, b, 0));
-SET st = ix * pr;
-SET el = GREATEST(0, nw - st * 1000) DIV 1000;
-SET bud = L * pr - prv * (pr - el), nx = (st + 2 * pr) * 1000;
-IF (cur + cost) * pr <= bud THEN
-  SET ok = 1, rty = 0;
-ELSEIF cost > L THEN
-  SET ok = 0, rty = -1;
-ELSE
-  SET ok = 0;
-  -- The earliest whole ms at which the cost fits, given the estimate's shape.
-  IF cur + cost <= L THEN
-    SET e = GREATEST(0, pr - ((L - cur - cost) * pr) DIV prv);
-    WHILE prv * (pr - e) + (cur + cost) * pr > L * pr DO SET e = e + 1; END WHILE;
-    SET at_ = st + e;
-  ELSE
-    SET e = GREATEST(0, pr - ((L - cost) * pr) DIV cur);
-    WHILE cur * (pr - e) + cost * pr > L * pr DO SET e = e + 1; END WHILE;
-    SET at_ = st + pr + e;
-  END IF;
-  SET rty = GREATEST(1, IF((at_ * 1000 - nw) >= 0, ((at_ * 1000 - nw) + 1000 - 1) DIV 1000, -((-(at_ * 1000 - nw)) DIV 1000)));
-END IF;
-IF ok = 1 AND chg = 1 THEN
-  SET a = ix, b = cur + cost, c = prv;
-  SET rem = GREATEST(0, bud - (cur + cost) * pr) DIV pr, rst = st + 2 * pr;
-ELSE
-  SET rem = GREATEST(0, bud - cur * pr) DIV pr;
-  SET rst = IF(cur > 0, st + 2 * pr, IF(prv > 0, st + pr, (nw + 999) DIV 1000));
-END IF;
-END;
-  IF ok <> COALESCE(@fg_ok, 1) THEN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
-  END IF;
-ELSE
-  SET chg = IF(bu > 0, 0, 1);
-  SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
-  IF tk IS NULL OR tk <> 's' THEN SET a = 0, b = 0, c = 0; END IF;
-BEGIN
-DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
-SET ix = GREATEST(nw DIV (pr * 1000), a);
-SET cur = IF(a = ix, b, 0), prv = IF(a = ix, c, IF(a = ix - 1, b, 0));
-SET st = ix * pr;
-SET el = GREATEST(0, nw - st * 1000) DIV 1000;
-SET bud = L * pr - prv * (pr - el), nx = (st + 2 * pr) * 1000;
-IF (cur + cost) * pr <= bud THEN
-  SET ok = 1, rty = 0;
-ELSEIF cost > L THEN
-  SET ok = 0, rty = -1;
-ELSE
-  SET ok = 0;
-  -- The earliest whole ms at which the cost fits, given the estimate's shape.
-  IF cur + cost <= L THEN
-    SET e = GREATEST(0, pr - ((L - cur - cost) * pr) DIV prv);
-    WHILE prv * (pr - e) + (cur + cost) * pr > L * pr DO SET e = e + 1; END WHILE;
-    SET at_ = st + e;
-  ELSE
-    SET e = GREATEST(0, pr - ((L - cost) * pr) DIV cur);
-    WHILE cur * (pr - e) + cost * pr > L * pr DO SET e = e + 1; END WHILE;
-    SET at_ = st + pr + e;
-  END IF;
-  SET rty = GREATEST(1, IF((at_ * 1000 - nw) >= 0, ((at_ * 1000 - nw) + 1000 - 1) DIV 1000, -((-(at_ * 1000 - nw)) DIV 1000)));
-END IF;
-IF ok = 1 AND chg = 1 THEN
-  SET a = ix, b = cur + cost, c = prv;
-  SET rem = GREATEST(0, bud - (cur + cost) * pr) DIV pr, rst = st + 2 * pr;
-ELSE
-  SET rem = GREATEST(0, bud - cur * pr) DIV pr;
-  SET rst = IF(cur > 0, st + 2 * pr, IF(prv > 0, st + pr, (nw + 999) DIV 1000));
-END IF;
-END;
-END IF;
-SET mk = a;
-IF ok = 0 AND chg = 1 AND bm > 0 THEN
-  SET bu = nw + bm * 1000;
-  INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-    ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-END IF;
-IF sw > 0 THEN
+  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+  IF @@autocommit = 0 THEN COMMIT; END IF;
+  IF @fg_ok THEN
+    IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
     DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
   END;
 END IF;
-SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+    SELECT CONCAT('0,', nw, ',1,1,', GREATEST(0, L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000)) - @fg_n2 * pr) DIV pr, ',', (@fg_n1 + 2) * pr, ',0,', @fg_n1) AS r;
+    LEAVE proc;
+  END IF;
+END IF;
+BEGIN
+  DECLARE ok INT DEFAULT 0;
+  DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
+  DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
+  DECLARE tk CHAR(1);
+  IF bu = 0 AND cost <= L THEN
+    SET a = @fg_a, b = @fg_b, c = @fg_c;
+  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 's' THEN SET a = 0, b = 0, c = 0; END IF;
+  END IF;
+BEGIN
+DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
+SET ix = GREATEST(nw DIV (pr * 1000), a);
+SET cur = IF(a = ix, b, 0), prv = IF(a = ix, c, IF(a = ix - 1, b, 0));
+SET st = ix * pr;
+SET el = GREATEST(0, nw - st * 1000) DIV 1000;
+SET bud = L * pr - prv * (pr - el), nx = (st + 2 * pr) * 1000;
+IF (cur + cost) * pr <= bud THEN
+  SET ok = 1, rty = 0;
+ELSEIF cost > L THEN
+  SET ok = 0, rty = -1;
+ELSE
+  SET ok = 0;
+  -- The earliest whole ms at which the cost fits, given the estimate's shape.
+  IF cur + cost <= L THEN
+    SET e = GREATEST(0, pr - ((L - cur - cost) * pr) DIV prv);
+    WHILE prv * (pr - e) + (cur + cost) * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + e;
+  ELSE
+    SET e = GREATEST(0, pr - ((L - cost) * pr) DIV cur);
+    WHILE cur * (pr - e) + cost * pr > L * pr DO SET e = e + 1; END WHILE;
+    SET at_ = st + pr + e;
+  END IF;
+  SET rty = GREATEST(1, IF((at_ * 1000 - nw) >= 0, ((at_ * 1000 - nw) + 1000 - 1) DIV 1000, -((-(at_ * 1000 - nw)) DIV 1000)));
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET a = ix, b = cur + cost, c = prv;
+  SET rem = GREATEST(0, bud - (cur + cost) * pr) DIV pr, rst = st + 2 * pr;
+ELSE
+  SET rem = GREATEST(0, bud - cur * pr) DIV pr;
+  SET rst = IF(cur > 0, st + 2 * pr, IF(prv > 0, st + pr, (nw + 999) DIV 1000));
+END IF;
+END;
+  IF ok = 1 AND bu = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
+  END IF;
+  IF chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  END IF;
+  IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+  END;
+END IF;
+  SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
+END;
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_consume_l`$$

@@ -52,13 +52,16 @@ export interface SqlKind {
  * One policy's decision as the expressions of an upsert (`INSERT ... ON DUPLICATE KEY UPDATE`),
  * reading the row's old columns (`kind`, `n1`, `n2`, `n3`) and the procedure's `nw`, `L`, `pr`,
  * `cost`. `pre` lists the assignments, in order, of the user variables `@fg_a`, `@fg_b`, `@fg_c`
- * (the state as the apply fragment reads it: another kind's row reads as no state) and `@fg_ok`
- * (whether the cost fits), then `@fg_n1`..`@fg_n3` and `@fg_nx` (the state and expiry it writes
- * when it fits). `insert` is the new row's n1, n2, n3 and expiry, where a fitting cost admits.
+ * (the state as the apply fragment reads it: another kind's row reads as no state), `@fg_ok`
+ * (whether the cost fits), `@fg_n1`..`@fg_n3` and `@fg_nx` (the state and expiry it writes when
+ * it fits). `insert` is a new row's n1, n2, n3 and expiry, where a cost within the limit always
+ * fits. `admitted` answers an admission from those variables: remaining, reset (ms) and the mark,
+ * as the apply fragment would.
  */
 export interface UpsertKind {
   readonly pre: readonly string[];
   readonly insert: readonly [n1: string, n2: string, n3: string, expires: string];
+  readonly admitted: readonly [remaining: string, resetMs: string, mark: string];
 }
 
 /**

@@ -44,6 +44,7 @@ END;
       "@fg_nx := (@fg_n1 + 1) * pr * 1000",
     ],
     insert: ["nw DIV (pr * 1000)", "cost", "0", "(nw DIV (pr * 1000) + 1) * pr * 1000"],
+    admitted: ["L - @fg_n2", ceilMs("@fg_nx"), "@fg_n1"],
   },
   refund: `IF ${CURRENT} AND (mk IS NULL OR a = mk) THEN SET b = GREATEST(0, b - cost); END IF;
 SET nx = (a + 1) * pr * 1000;

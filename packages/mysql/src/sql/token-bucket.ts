@@ -43,6 +43,7 @@ END;
       "@fg_nx := @fg_n1",
     ],
     insert: ["nw + cost * pr", "0", "0", "nw + cost * pr"],
+    admitted: ["(L * pr - (@fg_n1 - nw)) DIV pr", ceilMs("@fg_n1"), "@fg_n1"],
   },
   refund: REFUND,
   settle: settleByDifference(
