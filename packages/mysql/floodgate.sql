@@ -820,7 +820,7 @@ ELSEIF al = 1 AND op = 2 AND bu = 0 THEN
     VALUES (CONCAT(bs, ':r:', rid), 'r', cost, 0, 0, SUBSTRING(mks, 2), nw + ttl * 1000);
 END IF;
 IF op > 0 THEN COMMIT; END IF;
-IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw, sw); END IF;
+IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw - 60000000, sw); END IF;
 SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, al), res, IF(al = 1 AND op > 0 AND bu = 0, mks, '')) AS r;
 END$$
 
@@ -1650,7 +1650,7 @@ IF g > 0 THEN
     VALUES (CONCAT(bs, ':l:', lid), 'l', nw + life, g, 0, rec, nw + life + 10000000);
 END IF;
 COMMIT;
-IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw, sw); END IF;
+IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw - 60000000, sw); END IF;
 SELECT CONCAT(rec, ',', IF(g > 0, life, 0), ',', nw) AS r;
 END$$
 
@@ -2016,8 +2016,8 @@ CREATE PROCEDURE `floodgate_v1_consume_t`(IN bs VARBINARY(3000), IN L BIGINT, IN
     MODIFIES SQL DATA
 proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE bu BIGINT;
-SELECT COALESCE(MAX(z.n1), 0) INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
+DECLARE bu BIGINT DEFAULT 0;
+SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 IF bu = 0 AND cost <= L THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := nw + cost * pr)
@@ -2032,7 +2032,7 @@ IF bu = 0 AND cost <= L THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
     SELECT CONCAT('0,', nw, ',1,1,', (L * pr - (@fg_n1 - nw)) DIV pr, ',', ((@fg_n1) + 999) DIV 1000, ',0,', @fg_n1) AS r;
@@ -2078,7 +2078,7 @@ END;
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
   SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
@@ -2091,8 +2091,8 @@ CREATE PROCEDURE `floodgate_v1_consume_f`(IN bs VARBINARY(3000), IN L BIGINT, IN
     MODIFIES SQL DATA
 proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE bu BIGINT;
-SELECT COALESCE(MAX(z.n1), 0) INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
+DECLARE bu BIGINT DEFAULT 0;
+SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 IF bu = 0 AND cost <= L THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 'f', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 1) * pr * 1000)
@@ -2107,7 +2107,7 @@ IF bu = 0 AND cost <= L THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
     SELECT CONCAT('0,', nw, ',1,1,', L - @fg_n2, ',', ((@fg_nx) + 999) DIV 1000, ',0,', @fg_n1) AS r;
@@ -2155,7 +2155,7 @@ END;
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
   SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
@@ -2168,8 +2168,8 @@ CREATE PROCEDURE `floodgate_v1_consume_s`(IN bs VARBINARY(3000), IN L BIGINT, IN
     MODIFIES SQL DATA
 proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE bu BIGINT;
-SELECT COALESCE(MAX(z.n1), 0) INTO bu FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
+DECLARE bu BIGINT DEFAULT 0;
+SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 IF bu = 0 AND cost <= L THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 's', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 2) * pr * 1000)
@@ -2184,7 +2184,7 @@ IF bu = 0 AND cost <= L THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
     SELECT CONCAT('0,', nw, ',1,1,', GREATEST(0, L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000)) - @fg_n2 * pr) DIV pr, ',', (@fg_n1 + 2) * pr, ',0,', @fg_n1) AS r;
@@ -2247,7 +2247,7 @@ END;
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
   SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
@@ -2329,7 +2329,7 @@ IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
 SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;

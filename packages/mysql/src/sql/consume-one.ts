@@ -1,5 +1,6 @@
 import { entries, entry, SERVER_NOW, type SqlKind } from "./expr.ts";
 import type { Names } from "./kernel.ts";
+import { SWEEP_GRACE_US } from "./common.ts";
 import { FIXED_WINDOW_SQL } from "./fixed-window.ts";
 import { SLIDING_LOG_SQL } from "./sliding-log.ts";
 import { SLIDING_WINDOW_SQL } from "./sliding-window.ts";
@@ -28,13 +29,16 @@ export const oneProcedure = (code: string): string => `consume_${code}`;
 /** The mark a charge leaves: the log's newest entry for a sliding log, else the state's first number. */
 const mark = (code: string): string => code === "l" ? `IF(${entries("lg")} > 0, ${entry("lg", `${entries("lg")} - 1`)}, 0)` : "a";
 
-/** `CREATE PROCEDURE` of one kind's consume: (base key, limit, parameter, block ms, cost, time, sweep rows). */
-export const consumeOneProcedure = (n: Names, kind: SqlKind): string =>
+/**
+ * `CREATE PROCEDURE` of one kind's consume: (base key, limit, parameter, block ms, cost, time,
+ * sweep rows). `mariadb`: the upsert also reads the key's block (MySQL refuses that subquery).
+ */
+export const consumeOneProcedure = (n: Names, kind: SqlKind, mariadb = false): string =>
   `CREATE PROCEDURE ${
     n.create(oneProcedure(kind.code))
   }(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-${kind.upsert === undefined ? transactionBody(n, kind) : upsertBody(n, { ...kind, upsert: kind.upsert })}`;
+${kind.upsert === undefined ? transactionBody(n, kind) : upsertBody(n, { ...kind, upsert: kind.upsert }, mariadb)}`;
 
 /** The body of a kind without an upsert: the row and the key's block read locked, in a transaction. */
 const transactionBody = (n: Names, kind: SqlKind): string =>
@@ -88,7 +92,7 @@ IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM ${n.table} WHERE expires_us < nw LIMIT sw;
+    DELETE FROM ${n.table} WHERE expires_us < nw - ${SWEEP_GRACE_US} LIMIT sw;
   END;
 END IF;
 SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;

@@ -1,5 +1,6 @@
 import { SERVER_NOW, type SqlKind, type UpsertKind } from "./expr.ts";
 import type { Names } from "./kernel.ts";
+import { SWEEP_GRACE_US } from "./common.ts";
 
 /*
  * One policy consumed as one upsert: the kind's decision made by the expressions of an
@@ -21,16 +22,22 @@ import type { Names } from "./kernel.ts";
  * upsert: the row is read without a lock and decided without a charge.
  */
 
+/** When the key's block ends (µs), 0 when it has none in force. */
+const blockRead = (n: Names): string =>
+  `COALESCE((SELECT MAX(z.n1) FROM ${n.table} z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)`;
+
 /**
  * The upsert of kind `code`: state and decision in the first assignment, then the columns. The
  * variables are assigned as the arguments of one CONCAT_WS, which evaluates them in order and
  * cannot be folded away (an `(@v := x) IS NULL` of a NOT NULL `x` is folded to false unevaluated).
+ * With `fold` (MariaDB), the key's block is read in the same statement, by the key's own value:
+ * a block in force makes it NULL, the statement fails (1048) and writes nothing.
  */
-const upsertStatement = (n: Names, code: string, u: UpsertKind): string =>
+const upsertStatement = (n: Names, code: string, u: UpsertKind, fold: boolean): string =>
   `INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, '${code}', @fg_n1 := ${u.insert[0]}, @fg_n2 := ${u.insert[1]}, @fg_n3 := ${u.insert[2]}, NULLIF(@fg_ok := 1, 1), @fg_nx := ${
-    u.insert[3]
-  })
+  VALUES (${fold ? `IF((@fg_bu := ${blockRead(n)}) = 0, bs, NULL)` : "bs"}, '${code}', @fg_n1 := ${u.insert[0]}, @fg_n2 := ${
+    u.insert[1]
+  }, @fg_n3 := ${u.insert[2]}, NULLIF(@fg_ok := 1, 1), @fg_nx := ${u.insert[3]})
   ON DUPLICATE KEY UPDATE
     kind = IF(LENGTH(CONCAT_WS(',', ${u.pre.map((p) => `(${p})`).join(", ")})) > 0 AND @fg_ok, '${code}', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
@@ -43,19 +50,33 @@ const SWEEP = (n: Names): string =>
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM ${n.table} WHERE expires_us < nw LIMIT sw;
+    DELETE FROM ${n.table} WHERE expires_us < nw - ${SWEEP_GRACE_US} LIMIT sw;
   END;
 END IF;
 `;
 
-/** The body of `consume_<code>` for a kind with an upsert: same arguments and answer as the transactional one. */
-export const upsertBody = (n: Names, kind: SqlKind & { upsert: UpsertKind }): string =>
+/**
+ * The body of `consume_<code>` for a kind with an upsert: same arguments and answer as the
+ * transactional one. `fold`: the block read inside the upsert (MariaDB), else a statement before.
+ */
+export const upsertBody = (n: Names, kind: SqlKind & { upsert: UpsertKind }, fold: boolean): string =>
   `proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, ${SERVER_NOW});
-DECLARE bu BIGINT;
-SELECT COALESCE(MAX(z.n1), 0) INTO bu FROM ${n.table} z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw;
-IF bu = 0 AND cost <= L THEN
-  ${upsertStatement(n, kind.code, kind.upsert)}  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+DECLARE bu BIGINT DEFAULT 0;
+${
+    fold ? "" : `SELECT ${blockRead(n)} INTO bu;
+`
+  }IF bu = 0 AND cost <= L THEN
+${
+    fold
+      ? `  BEGIN
+    DECLARE CONTINUE HANDLER FOR 1048 SET bu = @fg_bu, @fg_ok = 0;
+    -- At the default REPEATABLE READ the block's read would take a shared lock and deadlock.
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    ${upsertStatement(n, kind.code, kind.upsert, true)}  END;
+`
+      : `  ${upsertStatement(n, kind.code, kind.upsert, false)}`
+  }  -- A session out of autocommit (against the store's requirement) would keep the row locked.
   IF @@autocommit = 0 THEN COMMIT; END IF;
   IF @fg_ok THEN
     ${SWEEP(n)}    SELECT CONCAT('0,', nw, ',1,1,', ${kind.upsert.admitted[0]}, ',', ${kind.upsert.admitted[1]}, ',0,', ${
@@ -64,7 +85,12 @@ IF bu = 0 AND cost <= L THEN
     LEAVE proc;
   END IF;
 END IF;
-BEGIN
+${
+    fold
+      ? `IF cost > L THEN SELECT ${blockRead(n)} INTO bu; END IF;
+`
+      : ""
+  }BEGIN
   DECLARE ok INT DEFAULT 0;
   DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
   DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
