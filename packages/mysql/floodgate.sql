@@ -2019,10 +2019,11 @@ DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00
 DECLARE bu BIGINT DEFAULT 0;
 SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 IF bu = 0 AND cost <= L THEN
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := nw + cost * pr)
+  VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := ((nw + cost * pr) DIV 60000000 + 1) * 60000000)
   ON DUPLICATE KEY UPDATE
-    kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := @fg_n1))) > 0 AND @fg_ok, 't', kind),
+    kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := ((@fg_n1) DIV 60000000 + 1) * 60000000))) > 0 AND @fg_ok, 't', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
     entries = IF(@fg_ok, NULL, entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
   -- A session out of autocommit (against the store's requirement) would keep the row locked.
@@ -2094,6 +2095,7 @@ DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00
 DECLARE bu BIGINT DEFAULT 0;
 SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 IF bu = 0 AND cost <= L THEN
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 'f', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 1) * pr * 1000)
   ON DUPLICATE KEY UPDATE
@@ -2171,6 +2173,7 @@ DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00
 DECLARE bu BIGINT DEFAULT 0;
 SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 IF bu = 0 AND cost <= L THEN
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 's', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 2) * pr * 1000)
   ON DUPLICATE KEY UPDATE

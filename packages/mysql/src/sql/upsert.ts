@@ -71,11 +71,12 @@ ${
     fold
       ? `  BEGIN
     DECLARE CONTINUE HANDLER FOR 1048 SET bu = @fg_bu, @fg_ok = 0;
-    -- At the default REPEATABLE READ the block's read would take a shared lock and deadlock.
+    -- At REPEATABLE READ the block's read would take a shared lock (and deadlock with inserts).
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
     ${upsertStatement(n, kind.code, kind.upsert, true)}  END;
 `
-      : `  ${upsertStatement(n, kind.code, kind.upsert, false)}`
+      : `  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  ${upsertStatement(n, kind.code, kind.upsert, false)}`
   }  -- A session out of autocommit (against the store's requirement) would keep the row locked.
   IF @@autocommit = 0 THEN COMMIT; END IF;
   IF @fg_ok THEN
