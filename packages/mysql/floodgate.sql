@@ -814,6 +814,7 @@ END WHILE;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
 ELSEIF al = 1 AND op = 2 AND bu = 0 THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
@@ -935,6 +936,7 @@ BEGIN
 DECLARE bu BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) + ms * 1000;
 INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_lease`$$
@@ -1842,6 +1844,7 @@ END WHILE;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
 END IF;
 IF al = 0 OR bu > 0 THEN SET allok = 0; END IF;
@@ -2017,18 +2020,32 @@ CREATE PROCEDURE `floodgate_v1_consume_t`(IN bs VARBINARY(3000), IN L BIGINT, IN
 proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
 DECLARE bu BIGINT DEFAULT 0;
-SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
-IF bu = 0 AND cost <= L THEN
+IF cost <= L THEN
+  -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-  INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := ((nw + cost * pr) DIV 60000000 + 1) * 60000000)
+  SET @fg_ok = NULL;
+  UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := ((@fg_n1) DIV 60000000 + 1) * 60000000))) > 0 AND @fg_ok, 't', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us)
+    WHERE k = bs AND kind = 't' AND entries = '';
+  IF @fg_ok IS NULL THEN
+    SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+    IF bu = 0 THEN
+      SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+      INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
+  VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := ((nw + cost * pr) DIV 60000000 + 1) * 60000000)
   ON DUPLICATE KEY UPDATE
     kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := ((@fg_n1) DIV 60000000 + 1) * 60000000))) > 0 AND @fg_ok, 't', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
-    entries = IF(@fg_ok, NULL, entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+      IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
+        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 't' AND entries = '';
+      END IF;
+    END IF;
+  END IF;
   -- A session out of autocommit (against the store's requirement) would keep the row locked.
   IF @@autocommit = 0 THEN COMMIT; END IF;
-  IF @fg_ok THEN
+  IF bu = 0 AND @fg_ok THEN
     IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
@@ -2039,6 +2056,8 @@ END IF;
     SELECT CONCAT('0,', nw, ',1,1,', (L * pr - (@fg_n1 - nw)) DIV pr, ',', ((@fg_n1) + 999) DIV 1000, ',0,', @fg_n1) AS r;
     LEAVE proc;
   END IF;
+ELSE
+  SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 END IF;
 BEGIN
   DECLARE ok INT DEFAULT 0;
@@ -2068,12 +2087,13 @@ ELSE
 END IF;
 END;
   IF ok = 1 AND bu = 0 THEN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
   END IF;
   IF chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
   IF sw > 0 THEN
   BEGIN
@@ -2093,18 +2113,32 @@ CREATE PROCEDURE `floodgate_v1_consume_f`(IN bs VARBINARY(3000), IN L BIGINT, IN
 proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
 DECLARE bu BIGINT DEFAULT 0;
-SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
-IF bu = 0 AND cost <= L THEN
+IF cost <= L THEN
+  -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-  INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, 'f', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 1) * pr * 1000)
+  SET @fg_ok = NULL;
+  UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 'f', n1, 0)), (@fg_b := IF(kind = 'f', n2, 0)), (@fg_c := 0), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_ok := @fg_n2 <= L), (@fg_n3 := 0), (@fg_nx := (@fg_n1 + 1) * pr * 1000))) > 0 AND @fg_ok, 'f', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us)
+    WHERE k = bs AND kind = 'f' AND entries = '';
+  IF @fg_ok IS NULL THEN
+    SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+    IF bu = 0 THEN
+      SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+      INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
+  VALUES (bs, 'f', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := (nw DIV (pr * 1000) + 1) * pr * 1000)
   ON DUPLICATE KEY UPDATE
     kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 'f', n1, 0)), (@fg_b := IF(kind = 'f', n2, 0)), (@fg_c := 0), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_ok := @fg_n2 <= L), (@fg_n3 := 0), (@fg_nx := (@fg_n1 + 1) * pr * 1000))) > 0 AND @fg_ok, 'f', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
-    entries = IF(@fg_ok, NULL, entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+      IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
+        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 'f' AND entries = '';
+      END IF;
+    END IF;
+  END IF;
   -- A session out of autocommit (against the store's requirement) would keep the row locked.
   IF @@autocommit = 0 THEN COMMIT; END IF;
-  IF @fg_ok THEN
+  IF bu = 0 AND @fg_ok THEN
     IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
@@ -2115,6 +2149,8 @@ END IF;
     SELECT CONCAT('0,', nw, ',1,1,', L - @fg_n2, ',', ((@fg_nx) + 999) DIV 1000, ',0,', @fg_n1) AS r;
     LEAVE proc;
   END IF;
+ELSE
+  SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 END IF;
 BEGIN
   DECLARE ok INT DEFAULT 0;
@@ -2146,12 +2182,13 @@ ELSE
 END IF;
 END;
   IF ok = 1 AND bu = 0 THEN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
   END IF;
   IF chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
   IF sw > 0 THEN
   BEGIN
@@ -2171,18 +2208,32 @@ CREATE PROCEDURE `floodgate_v1_consume_s`(IN bs VARBINARY(3000), IN L BIGINT, IN
 proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
 DECLARE bu BIGINT DEFAULT 0;
-SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
-IF bu = 0 AND cost <= L THEN
+IF cost <= L THEN
+  -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-  INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, 's', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, NULLIF(@fg_ok := 1, 1), @fg_nx := (nw DIV (pr * 1000) + 2) * pr * 1000)
+  SET @fg_ok = NULL;
+  UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 's', n1, 0)), (@fg_b := IF(kind = 's', n2, 0)), (@fg_c := IF(kind = 's', n3, 0)), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))), (@fg_ok := @fg_n2 * pr <= L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))), (@fg_nx := (@fg_n1 + 2) * pr * 1000))) > 0 AND @fg_ok, 's', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us)
+    WHERE k = bs AND kind = 's' AND entries = '';
+  IF @fg_ok IS NULL THEN
+    SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+    IF bu = 0 THEN
+      SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+      INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
+  VALUES (bs, 's', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := (nw DIV (pr * 1000) + 2) * pr * 1000)
   ON DUPLICATE KEY UPDATE
     kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 's', n1, 0)), (@fg_b := IF(kind = 's', n2, 0)), (@fg_c := IF(kind = 's', n3, 0)), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))), (@fg_ok := @fg_n2 * pr <= L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))), (@fg_nx := (@fg_n1 + 2) * pr * 1000))) > 0 AND @fg_ok, 's', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
-    entries = IF(@fg_ok, NULL, entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+      IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
+        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 's' AND entries = '';
+      END IF;
+    END IF;
+  END IF;
   -- A session out of autocommit (against the store's requirement) would keep the row locked.
   IF @@autocommit = 0 THEN COMMIT; END IF;
-  IF @fg_ok THEN
+  IF bu = 0 AND @fg_ok THEN
     IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
@@ -2193,6 +2244,8 @@ END IF;
     SELECT CONCAT('0,', nw, ',1,1,', GREATEST(0, L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000)) - @fg_n2 * pr) DIV pr, ',', (@fg_n1 + 2) * pr, ',0,', @fg_n1) AS r;
     LEAVE proc;
   END IF;
+ELSE
+  SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
 END IF;
 BEGIN
   DECLARE ok INT DEFAULT 0;
@@ -2239,12 +2292,13 @@ ELSE
 END IF;
 END;
   IF ok = 1 AND bu = 0 THEN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the upsert and the apply fragment disagree';
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
   END IF;
   IF chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
   IF sw > 0 THEN
   BEGIN
@@ -2323,7 +2377,9 @@ END;
   ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+
   END IF;
   LEAVE decide;
 END LOOP;

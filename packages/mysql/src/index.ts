@@ -8,4 +8,4 @@
 export { type MysqlStore, mysqlStore } from "./store.ts";
 export type { MysqlStoreOptions } from "./options.ts";
 export type { MysqlClient } from "./client.ts";
-export { type MigrationServer, migrationSql, migrationStatements, SCHEMA_VERSION, type SchemaOptions } from "./migration.ts";
+export { migrationSql, migrationStatements, SCHEMA_VERSION, type SchemaOptions } from "./migration.ts";

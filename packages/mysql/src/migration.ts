@@ -56,17 +56,10 @@ const PROCEDURES = [
 ];
 
 /**
- * The server the procedures are written for: `"any"` runs on MySQL 8 and MariaDB; `"mariadb"`
- * reads a key's block inside a single policy's upsert, one statement less per decision, which
- * MySQL refuses (a subquery on the table the statement writes).
- */
-export type MigrationServer = "any" | "mariadb";
-
-/**
  * The migration as statements, each to be sent alone: the table (created when missing), then
  * every procedure, dropped and created again. Running it twice changes nothing.
  */
-export function migrationStatements(options: SchemaOptions = {}, server: MigrationServer = "any"): string[] {
+export function migrationStatements(options: SchemaOptions = {}): string[] {
   const n = namesOf(options);
   const table = `${options.database === undefined ? "" : `\`${options.database}\`.`}${n.table}`;
   const bodies = [
@@ -75,7 +68,7 @@ export function migrationStatements(options: SchemaOptions = {}, server: Migrati
     ...publicProcedures(n),
     leaseProcedure(n),
     consumeManyProcedure(n),
-    ...ONE_KINDS.map((k) => consumeOneProcedure(n, k, server === "mariadb")),
+    ...ONE_KINDS.map((k) => consumeOneProcedure(n, k)),
   ];
   const statements = [
     `CREATE TABLE IF NOT EXISTS ${table} (
@@ -100,13 +93,13 @@ export function migrationStatements(options: SchemaOptions = {}, server: Migrati
  * The migration as one script for the `mysql`/`mariadb` command-line client (procedures framed
  * by `DELIMITER`), e.g. to review or to run by hand: `mysql app < floodgate.sql`.
  */
-export function migrationSql(options: SchemaOptions = {}, server: MigrationServer = "any"): string {
+export function migrationSql(options: SchemaOptions = {}): string {
   const lines = [
     `-- Floodgate rate-limit store for MySQL 8 / MariaDB 10.6+, schema version ${SCHEMA_VERSION}.`,
     "-- Idempotent: creates the table when missing and (re)creates the procedures.",
     "DELIMITER $$",
   ];
-  for (const statement of migrationStatements(options, server)) lines.push(`${statement}$$`, "");
+  for (const statement of migrationStatements(options)) lines.push(`${statement}$$`, "");
   lines.push("DELIMITER ;", "");
   return lines.join("\n");
 }

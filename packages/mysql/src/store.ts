@@ -270,13 +270,12 @@ class MysqlRateLimitStore implements MysqlStore {
 
   async migrate(): Promise<void> {
     this.#setup = undefined;
-    try {
-      // MariaDB gets procedures that read a key's block inside the upsert (see migrationStatements).
-      const version = (await this.#run("SELECT VERSION() AS v", [])) as { v?: unknown }[] | undefined;
-      const server = /mariadb/i.test(String(Array.isArray(version) ? version[0]?.v : "")) ? "mariadb" : "any";
-      for (const statement of migrationStatements(this.#options, server)) await this.#run(statement, []);
-    } catch (error) {
-      throw setupError(error, this.#where, this.#options.table ?? "floodgate") ?? storeError("migrate", error);
+    for (const statement of migrationStatements(this.#options)) {
+      try {
+        await this.#run(statement, []);
+      } catch (error) {
+        throw setupError(error, this.#where, this.#options.table ?? "floodgate") ?? storeError("migrate", error);
+      }
     }
   }
 

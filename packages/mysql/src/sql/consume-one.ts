@@ -6,6 +6,7 @@ import { SLIDING_LOG_SQL } from "./sliding-log.ts";
 import { SLIDING_WINDOW_SQL } from "./sliding-window.ts";
 import { TOKEN_BUCKET_SQL } from "./token-bucket.ts";
 import { upsertBody } from "./upsert.ts";
+import { writeBlock } from "./procedures.ts";
 
 /*
  * The common case, one policy charged by `limit()`, in a procedure of its kind. A kind whose
@@ -29,16 +30,13 @@ export const oneProcedure = (code: string): string => `consume_${code}`;
 /** The mark a charge leaves: the log's newest entry for a sliding log, else the state's first number. */
 const mark = (code: string): string => code === "l" ? `IF(${entries("lg")} > 0, ${entry("lg", `${entries("lg")} - 1`)}, 0)` : "a";
 
-/**
- * `CREATE PROCEDURE` of one kind's consume: (base key, limit, parameter, block ms, cost, time,
- * sweep rows). `mariadb`: the upsert also reads the key's block (MySQL refuses that subquery).
- */
-export const consumeOneProcedure = (n: Names, kind: SqlKind, mariadb = false): string =>
+/** `CREATE PROCEDURE` of one kind's consume: (base key, limit, parameter, block ms, cost, time, sweep rows). */
+export const consumeOneProcedure = (n: Names, kind: SqlKind): string =>
   `CREATE PROCEDURE ${
     n.create(oneProcedure(kind.code))
   }(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-${kind.upsert === undefined ? transactionBody(n, kind) : upsertBody(n, { ...kind, upsert: kind.upsert }, mariadb)}`;
+${kind.upsert === undefined ? transactionBody(n, kind) : upsertBody(n, { ...kind, upsert: kind.upsert })}`;
 
 /** The body of a kind without an upsert: the row and the key's block read locked, in a transaction. */
 const transactionBody = (n: Names, kind: SqlKind): string =>
@@ -82,8 +80,7 @@ ${kind.apply}  IF ok = 1 AND chg = 1 THEN
     END IF;
   ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
-    INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+    ${writeBlock(n)}
   END IF;
   LEAVE decide;
 END LOOP;

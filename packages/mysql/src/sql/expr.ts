@@ -28,6 +28,12 @@ export const nth = (list: string, i: string): string => `CAST(SUBSTRING_INDEX(SU
 /** The server's clock in epoch µs, free of the session's time zone (no DST fold). */
 export const SERVER_NOW = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
 
+/**
+ * The kinds whose row can carry the mark of a key without a block (an empty `entries`, which
+ * their state does not use): see upsert.ts.
+ */
+export const UNBLOCKED_KINDS = "'t', 'f', 's'";
+
 /** Most policies in one set: their kinds travel as one character each in a VARCHAR(32). */
 export const MAX_POLICIES = 32;
 
