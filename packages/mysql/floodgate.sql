@@ -2021,8 +2021,7 @@ proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
 DECLARE bu BIGINT DEFAULT 0;
 IF cost <= L THEN
-  -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
-  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
   SET @fg_ok = NULL;
   UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := ((@fg_n1) DIV 60000000 + 1) * 60000000))) > 0 AND @fg_ok, 't', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
@@ -2031,6 +2030,7 @@ IF cost <= L THEN
   IF @fg_ok IS NULL THEN
     SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
     IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
       SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
       INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := ((nw + cost * pr) DIV 60000000 + 1) * 60000000)
@@ -2114,8 +2114,7 @@ proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
 DECLARE bu BIGINT DEFAULT 0;
 IF cost <= L THEN
-  -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
-  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
   SET @fg_ok = NULL;
   UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 'f', n1, 0)), (@fg_b := IF(kind = 'f', n2, 0)), (@fg_c := 0), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_ok := @fg_n2 <= L), (@fg_n3 := 0), (@fg_nx := (@fg_n1 + 1) * pr * 1000))) > 0 AND @fg_ok, 'f', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
@@ -2124,6 +2123,7 @@ IF cost <= L THEN
   IF @fg_ok IS NULL THEN
     SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
     IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
       SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
       INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 'f', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := (nw DIV (pr * 1000) + 1) * pr * 1000)
@@ -2209,8 +2209,7 @@ proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
 DECLARE bu BIGINT DEFAULT 0;
 IF cost <= L THEN
-  -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
-  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
   SET @fg_ok = NULL;
   UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 's', n1, 0)), (@fg_b := IF(kind = 's', n2, 0)), (@fg_c := IF(kind = 's', n3, 0)), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))), (@fg_ok := @fg_n2 * pr <= L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))), (@fg_nx := (@fg_n1 + 2) * pr * 1000))) > 0 AND @fg_ok, 's', kind),
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
@@ -2219,6 +2218,7 @@ IF cost <= L THEN
   IF @fg_ok IS NULL THEN
     SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
     IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
       SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
       INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
   VALUES (bs, 's', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := (nw DIV (pr * 1000) + 2) * pr * 1000)

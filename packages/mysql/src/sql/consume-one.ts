@@ -10,7 +10,7 @@ import { writeBlock } from "./procedures.ts";
 
 /*
  * The common case, one policy charged by `limit()`, in a procedure of its kind. A kind whose
- * decision fits in expressions (token bucket, fixed and sliding window) is one upsert
+ * decision fits in expressions (token bucket, fixed and sliding window) is one statement
  * (upsert.ts). The sliding log, whose decision loops over its entries, runs the general
  * consume's transaction (the row and the key's block read in one locked statement, the kind's
  * apply fragment, the row written only when it admits, a denial's block written beside it) with

@@ -50,12 +50,12 @@ export interface SqlKind {
   readonly apply: string;
   readonly refund: string;
   readonly settle: string;
-  /** The kind's charge as one upsert, when its decision fits in expressions (see upsert.ts). */
+  /** The kind's charge as one statement, when its decision fits in expressions (see upsert.ts). */
   readonly upsert?: UpsertKind;
 }
 
 /**
- * One policy's decision as the expressions of an upsert (`INSERT ... ON DUPLICATE KEY UPDATE`),
+ * One policy's decision as the expressions of an UPDATE (or an `INSERT ... ON DUPLICATE KEY UPDATE`),
  * reading the row's old columns (`kind`, `n1`, `n2`, `n3`) and the procedure's `nw`, `L`, `pr`,
  * `cost`. `pre` lists the assignments, in order, of the user variables `@fg_a`, `@fg_b`, `@fg_c`
  * (the state as the apply fragment reads it: another kind's row reads as no state), `@fg_ok`

@@ -65,14 +65,14 @@ export const upsertBody = (n: Names, kind: SqlKind & { upsert: UpsertKind }): st
 DECLARE nw BIGINT DEFAULT COALESCE(tm, ${SERVER_NOW});
 DECLARE bu BIGINT DEFAULT 0;
 IF cost <= L THEN
-  -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
-  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
   SET @fg_ok = NULL;
   UPDATE ${n.table} SET ${assignments(kind.code, kind.upsert)}
     WHERE k = bs AND kind = '${kind.code}' AND entries = '';
   IF @fg_ok IS NULL THEN
     SELECT ${blockRead(n)} INTO bu;
     IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
       SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
       ${upsertStatement(n, kind.code, kind.upsert)}      IF @fg_ok AND ${blockRead(n)} > 0 THEN
         UPDATE ${n.table} SET entries = NULL WHERE k = bs AND kind = '${kind.code}' AND entries = '';
