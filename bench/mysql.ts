@@ -86,12 +86,13 @@ const subjects: Subject[] = [
     decide: (id) => promisePool.query("INSERT INTO bench_upsert VALUES (?, 1) ON DUPLICATE KEY UPDATE n = n + 1", [id]),
   },
 ];
-for (const [name, policies] of POLICIES) {
-  // A fresh prefix per subject: a sliding log of 1e8 per minute grows one entry per decision.
+for (const [i, [name, policies]] of POLICIES.entries()) {
+  // A prefix of its own per subject (two kinds on one key would take each other's rows): a
+  // sliding log of 1e8 per minute grows one entry per decision.
   const limiter: RateLimiter = createRateLimiter({
     policy: policies(),
     store: mysqlStore({ client: pool, database: db.database }),
-    prefix: `b${name.length}:`,
+    prefix: `b${i}:`,
     resilience: false,
   });
   subjects.push({ name: `Floodgate ${name}`, decide: (id) => limiter.limit(id) });

@@ -814,13 +814,14 @@ END WHILE;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
 ELSEIF al = 1 AND op = 2 AND bu = 0 THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
     VALUES (CONCAT(bs, ':r:', rid), 'r', cost, 0, 0, SUBSTRING(mks, 2), nw + ttl * 1000);
 END IF;
 IF op > 0 THEN COMMIT; END IF;
-IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw, sw); END IF;
+IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw - 60000000, sw); END IF;
 SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, al), res, IF(al = 1 AND op > 0 AND bu = 0, mks, '')) AS r;
 END$$
 
@@ -935,6 +936,7 @@ BEGIN
 DECLARE bu BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) + ms * 1000;
 INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_lease`$$
@@ -1650,7 +1652,7 @@ IF g > 0 THEN
     VALUES (CONCAT(bs, ':l:', lid), 'l', nw + life, g, 0, rec, nw + life + 10000000);
 END IF;
 COMMIT;
-IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw, sw); END IF;
+IF sw > 0 THEN CALL `floodgate_v1_sweep`(nw - 60000000, sw); END IF;
 SELECT CONCAT(rec, ',', IF(g > 0, life, 0), ',', nw) AS r;
 END$$
 
@@ -1842,6 +1844,7 @@ END WHILE;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
 END IF;
 IF al = 0 OR bu > 0 THEN SET allok = 0; END IF;
@@ -2014,30 +2017,59 @@ DROP PROCEDURE IF EXISTS `floodgate_v1_consume_t`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_t`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE fd, ok, dup INT DEFAULT 0;
-DECLARE chg INT DEFAULT 1;
-DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
 DECLARE bu BIGINT DEFAULT 0;
-DECLARE lg LONGBLOB;
-DECLARE tk CHAR(1) DEFAULT '';
-DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
-SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-START TRANSACTION;
-decide: LOOP
-  SET fd = 1, tk = '';
-  BEGIN
-    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
-        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
-      INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
-  END;
-  IF fd = 0 THEN
-    SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+IF cost <= L THEN
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
+  SET @fg_ok = NULL;
+  UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := ((@fg_n1) DIV 60000000 + 1) * 60000000))) > 0 AND @fg_ok, 't', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us)
+    WHERE k = bs AND kind = 't' AND entries = '';
+  IF @fg_ok IS NULL THEN
+    SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+    IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
+      SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+      INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
+  VALUES (bs, 't', @fg_n1 := nw + cost * pr, @fg_n2 := 0, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := ((nw + cost * pr) DIV 60000000 + 1) * 60000000)
+  ON DUPLICATE KEY UPDATE
+    kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 't', n1, 0)), (@fg_b := IF(kind = 't', n2, 0)), (@fg_c := IF(kind = 't', n3, 0)), (@fg_n1 := GREATEST(@fg_a, nw) + cost * pr), (@fg_ok := cost <= L AND @fg_n1 - nw <= L * pr), (@fg_n2 := @fg_b), (@fg_n3 := @fg_c), (@fg_nx := ((@fg_n1) DIV 60000000 + 1) * 60000000))) > 0 AND @fg_ok, 't', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+      IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
+        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 't' AND entries = '';
+      END IF;
+    END IF;
   END IF;
-  IF fd = 0 OR tk <> 't' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
-  SET chg = IF(bu > 0, 0, 1);
+  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+  IF @@autocommit = 0 THEN COMMIT; END IF;
+  IF bu = 0 AND @fg_ok THEN
+    IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
+  END;
+END IF;
+    SELECT CONCAT('0,', nw, ',1,1,', (L * pr - (@fg_n1 - nw)) DIV pr, ',', ((@fg_n1) + 999) DIV 1000, ',0,', @fg_n1) AS r;
+    LEAVE proc;
+  END IF;
+ELSE
+  SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+END IF;
+BEGIN
+  DECLARE ok INT DEFAULT 0;
+  DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
+  DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
+  DECLARE tk CHAR(1);
+  IF bu = 0 AND cost <= L THEN
+    SET a = @fg_a, b = @fg_b, c = @fg_c;
+  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 't' THEN SET a = 0, b = 0, c = 0; END IF;
+  END IF;
 BEGIN
 DECLARE tat, nxt, tau BIGINT;
 SET tau = L * pr, tat = GREATEST(a, nw);
@@ -2054,66 +2086,83 @@ ELSE
   SET rem = GREATEST(0, tau - (tat - nw)) DIV pr, rst = ((tat) + 999) DIV 1000;
 END IF;
 END;
-  IF ok = 1 AND chg = 1 THEN
-    SET mk = a;
-    IF fd = 1 THEN
-      UPDATE `floodgate` SET kind = 't', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
-    ELSE
-      BEGIN
-        DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
-        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 't', a, b, c, lg, nx);
-      END;
-      IF dup = 1 THEN
-        SET dup = 0;
-        ITERATE decide;
-      END IF;
-    END IF;
-  ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
+  IF ok = 1 AND bu = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
+  END IF;
+  IF chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
-  LEAVE decide;
-END LOOP;
-COMMIT;
-IF sw > 0 THEN
+  IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
-SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+  SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
+END;
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_consume_f`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_f`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE fd, ok, dup INT DEFAULT 0;
-DECLARE chg INT DEFAULT 1;
-DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
 DECLARE bu BIGINT DEFAULT 0;
-DECLARE lg LONGBLOB;
-DECLARE tk CHAR(1) DEFAULT '';
-DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
-SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-START TRANSACTION;
-decide: LOOP
-  SET fd = 1, tk = '';
-  BEGIN
-    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
-        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
-      INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
-  END;
-  IF fd = 0 THEN
-    SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+IF cost <= L THEN
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
+  SET @fg_ok = NULL;
+  UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 'f', n1, 0)), (@fg_b := IF(kind = 'f', n2, 0)), (@fg_c := 0), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_ok := @fg_n2 <= L), (@fg_n3 := 0), (@fg_nx := (@fg_n1 + 1) * pr * 1000))) > 0 AND @fg_ok, 'f', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us)
+    WHERE k = bs AND kind = 'f' AND entries = '';
+  IF @fg_ok IS NULL THEN
+    SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+    IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
+      SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+      INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
+  VALUES (bs, 'f', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := (nw DIV (pr * 1000) + 1) * pr * 1000)
+  ON DUPLICATE KEY UPDATE
+    kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 'f', n1, 0)), (@fg_b := IF(kind = 'f', n2, 0)), (@fg_c := 0), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_ok := @fg_n2 <= L), (@fg_n3 := 0), (@fg_nx := (@fg_n1 + 1) * pr * 1000))) > 0 AND @fg_ok, 'f', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+      IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
+        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 'f' AND entries = '';
+      END IF;
+    END IF;
   END IF;
-  IF fd = 0 OR tk <> 'f' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
-  SET chg = IF(bu > 0, 0, 1);
+  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+  IF @@autocommit = 0 THEN COMMIT; END IF;
+  IF bu = 0 AND @fg_ok THEN
+    IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
+  END;
+END IF;
+    SELECT CONCAT('0,', nw, ',1,1,', L - @fg_n2, ',', ((@fg_nx) + 999) DIV 1000, ',0,', @fg_n1) AS r;
+    LEAVE proc;
+  END IF;
+ELSE
+  SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+END IF;
+BEGIN
+  DECLARE ok INT DEFAULT 0;
+  DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
+  DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
+  DECLARE tk CHAR(1);
+  IF bu = 0 AND cost <= L THEN
+    SET a = @fg_a, b = @fg_b, c = @fg_c;
+  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 'f' THEN SET a = 0, b = 0, c = 0; END IF;
+  END IF;
 BEGIN
 DECLARE sz, ix, cnt, en BIGINT;
 SET sz = pr * 1000;
@@ -2132,66 +2181,83 @@ ELSE
   SET rem = GREATEST(0, L - cnt);
 END IF;
 END;
-  IF ok = 1 AND chg = 1 THEN
-    SET mk = a;
-    IF fd = 1 THEN
-      UPDATE `floodgate` SET kind = 'f', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
-    ELSE
-      BEGIN
-        DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
-        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 'f', a, b, c, lg, nx);
-      END;
-      IF dup = 1 THEN
-        SET dup = 0;
-        ITERATE decide;
-      END IF;
-    END IF;
-  ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
+  IF ok = 1 AND bu = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
+  END IF;
+  IF chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
-  LEAVE decide;
-END LOOP;
-COMMIT;
-IF sw > 0 THEN
+  IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
-SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+  SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
+END;
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_consume_s`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_s`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
-DECLARE fd, ok, dup INT DEFAULT 0;
-DECLARE chg INT DEFAULT 1;
-DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
 DECLARE bu BIGINT DEFAULT 0;
-DECLARE lg LONGBLOB;
-DECLARE tk CHAR(1) DEFAULT '';
-DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
-SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-START TRANSACTION;
-decide: LOOP
-  SET fd = 1, tk = '';
-  BEGIN
-    DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
-        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
-      INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
-  END;
-  IF fd = 0 THEN
-    SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+IF cost <= L THEN
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
+  SET @fg_ok = NULL;
+  UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 's', n1, 0)), (@fg_b := IF(kind = 's', n2, 0)), (@fg_c := IF(kind = 's', n3, 0)), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))), (@fg_ok := @fg_n2 * pr <= L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))), (@fg_nx := (@fg_n1 + 2) * pr * 1000))) > 0 AND @fg_ok, 's', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us)
+    WHERE k = bs AND kind = 's' AND entries = '';
+  IF @fg_ok IS NULL THEN
+    SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+    IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
+      SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+      INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
+  VALUES (bs, 's', @fg_n1 := nw DIV (pr * 1000), @fg_n2 := cost, @fg_n3 := 0, IF(@fg_ok := 1, '', ''), @fg_nx := (nw DIV (pr * 1000) + 2) * pr * 1000)
+  ON DUPLICATE KEY UPDATE
+    kind = IF(LENGTH(CONCAT_WS(',', (@fg_a := IF(kind = 's', n1, 0)), (@fg_b := IF(kind = 's', n2, 0)), (@fg_c := IF(kind = 's', n3, 0)), (@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)), (@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost), (@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))), (@fg_ok := @fg_n2 * pr <= L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))), (@fg_nx := (@fg_n1 + 2) * pr * 1000))) > 0 AND @fg_ok, 's', kind),
+    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
+    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
+      IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
+        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 's' AND entries = '';
+      END IF;
+    END IF;
   END IF;
-  IF fd = 0 OR tk <> 's' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
-  SET chg = IF(bu > 0, 0, 1);
+  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+  IF @@autocommit = 0 THEN COMMIT; END IF;
+  IF bu = 0 AND @fg_ok THEN
+    IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
+  END;
+END IF;
+    SELECT CONCAT('0,', nw, ',1,1,', GREATEST(0, L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000)) - @fg_n2 * pr) DIV pr, ',', (@fg_n1 + 2) * pr, ',0,', @fg_n1) AS r;
+    LEAVE proc;
+  END IF;
+ELSE
+  SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+END IF;
+BEGIN
+  DECLARE ok INT DEFAULT 0;
+  DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
+  DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
+  DECLARE tk CHAR(1);
+  IF bu = 0 AND cost <= L THEN
+    SET a = @fg_a, b = @fg_b, c = @fg_c;
+  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 's' THEN SET a = 0, b = 0, c = 0; END IF;
+  END IF;
 BEGIN
 DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
 SET ix = GREATEST(nw DIV (pr * 1000), a);
@@ -2225,36 +2291,24 @@ ELSE
   SET rst = IF(cur > 0, st + 2 * pr, IF(prv > 0, st + pr, (nw + 999) DIV 1000));
 END IF;
 END;
-  IF ok = 1 AND chg = 1 THEN
-    SET mk = a;
-    IF fd = 1 THEN
-      UPDATE `floodgate` SET kind = 's', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
-    ELSE
-      BEGIN
-        DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
-        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 's', a, b, c, lg, nx);
-      END;
-      IF dup = 1 THEN
-        SET dup = 0;
-        ITERATE decide;
-      END IF;
-    END IF;
-  ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
+  IF ok = 1 AND bu = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
+  END IF;
+  IF chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
   END IF;
-  LEAVE decide;
-END LOOP;
-COMMIT;
-IF sw > 0 THEN
+  IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
-SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+  SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
+END;
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_consume_l`$$
@@ -2323,7 +2377,9 @@ END;
   ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+
   END IF;
   LEAVE decide;
 END LOOP;
@@ -2332,7 +2388,7 @@ IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM `floodgate` WHERE expires_us < nw LIMIT sw;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
   END;
 END IF;
 SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;

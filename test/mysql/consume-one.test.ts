@@ -39,7 +39,7 @@ describe.skipIf(db === undefined)("mysqlStore, one policy consumed by its kind's
     const [rows] = await pool.query("SELECT kind, n1, n2, n3, HEX(entries) AS log, expires_us FROM floodgate WHERE k = ?", [key]);
     return (rows as Record<string, unknown>[])[0];
   };
-  const limiterOf = (policy: Policy, prefix: string) =>
+  const limiterOf = (policy: Policy | Policy[], prefix: string) =>
     createRateLimiter({ policy, store: mysqlStore({ client: pool, database: db!.database, sweepEvery: 0 }), prefix, resilience: false });
 
   for (const [name, code, policy] of KINDS) {
@@ -98,6 +98,31 @@ describe.skipIf(db === undefined)("mysqlStore, one policy consumed by its kind's
       [`${prefix}{c}:b`],
     );
     expect(Number((rows as { left_us: number }[])[0]?.left_us)).toBeGreaterThan(7_000_000_000);
+  });
+
+  it("a block written by any procedure takes the mark off the row: the next single-policy decision is blocked", async () => {
+    const prefix = uniquePrefix();
+    const one = limiterOf(fixedWindow({ limit: 100, window: "1h" }), prefix);
+    // Another set on the same rows: its first policy shares the row, its second blocks at a denial.
+    const set = limiterOf([fixedWindow({ limit: 100, window: "1h" }), slidingWindow({ limit: 1, window: "1h", block: "2h" })], prefix);
+    expect((await one.limit("k")).allowed).toBe(true);
+    expect((await row(`${prefix}{k}`))?.log).toBe(""); // marked: no block since
+    expect((await set.limit("k")).allowed).toBe(true);
+    expect((await row(`${prefix}{k}`))?.log).toBe(""); // the general procedure keeps the mark
+    expect((await set.limit("k")).allowed).toBe(false); // blocks the key for 2 h
+    expect((await row(`${prefix}{k}`))?.log).toBeNull();
+    const blocked = await one.limit("k");
+    expect(blocked.allowed).toBe(false);
+    expect(blocked.retryAfterMs).toBeGreaterThan(7_000_000);
+    // A single policy's own denial blocks too, and its next decision reads the block.
+    const own = limiterOf(fixedWindow({ limit: 1, window: "1h", block: "2h" }), uniquePrefix());
+    expect((await own.limit("j")).allowed).toBe(true);
+    expect((await own.limit("j")).allowed).toBe(false);
+    expect((await own.limit("j")).retryAfterMs).toBeGreaterThan(7_000_000);
+    // Unblocked: the next decision reads no block, charges and marks the row again.
+    await one.unblock("k");
+    expect((await one.limit("k")).allowed).toBe(true);
+    expect((await row(`${prefix}{k}`))?.log).toBe("");
   });
 
   it.each(KINDS)("%s: 40 callers racing on a new key are each counted once", async (_, __, policy) => {

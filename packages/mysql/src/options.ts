@@ -15,7 +15,7 @@ export interface MysqlStoreOptions extends SchemaOptions {
    * (its `clock` option), e.g. to replay traces in tests.
    */
   clock?: "server" | "local";
-  /** Every this many writing calls, the call also deletes a few expired rows (default 16; 0: never). */
+  /** Every this many writing calls, the call also deletes a few rows expired more than a minute ago (default 16; 0: never). */
   sweepEvery?: number;
   /** Most expired rows such a call deletes (default 64). */
   sweepRows?: number;

@@ -59,8 +59,16 @@ ${
 `)
   }`;
 
+/**
+ * How long past its expiry a row is left to the writes' sweeps (µs): a key that comes back within
+ * it (a token bucket that refills fast is full again, so expired, soon after each charge) finds
+ * its row and updates it, where a swept row would be deleted and inserted again. `store.sweep()`
+ * deletes every expired row.
+ */
+export const SWEEP_GRACE_US = 60_000_000;
+
 /** A bounded sweep of expired rows after the transaction, when the caller asks for one (`sw` rows). */
-export const SWEEP = (n: Names): string => `IF sw > 0 THEN CALL ${n.local("sweep")}(nw, sw); END IF;\n`;
+export const SWEEP = (n: Names): string => `IF sw > 0 THEN CALL ${n.local("sweep")}(nw - ${SWEEP_GRACE_US}, sw); END IF;\n`;
 
 /**
  * The sweep: at most `lim` rows expired before `nw`; a failure (a lock wait, a deadlock) skips it.

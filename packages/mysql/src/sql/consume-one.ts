@@ -1,12 +1,17 @@
 import { entries, entry, SERVER_NOW, type SqlKind } from "./expr.ts";
 import type { Names } from "./kernel.ts";
+import { SWEEP_GRACE_US } from "./common.ts";
 import { FIXED_WINDOW_SQL } from "./fixed-window.ts";
 import { SLIDING_LOG_SQL } from "./sliding-log.ts";
 import { SLIDING_WINDOW_SQL } from "./sliding-window.ts";
 import { TOKEN_BUCKET_SQL } from "./token-bucket.ts";
+import { upsertBody } from "./upsert.ts";
+import { writeBlock } from "./procedures.ts";
 
 /*
- * The common case, one policy charged by `limit()`, in a procedure of its kind: the general
+ * The common case, one policy charged by `limit()`, in a procedure of its kind. A kind whose
+ * decision fits in expressions (token bucket, fixed and sliding window) is one statement
+ * (upsert.ts). The sliding log, whose decision loops over its entries, runs the general
  * consume's transaction (the row and the key's block read in one locked statement, the kind's
  * apply fragment, the row written only when it admits, a denial's block written beside it) with
  * nothing else to interpret: no loop over a policy list, no parsing of the set's strings, no
@@ -31,7 +36,11 @@ export const consumeOneProcedure = (n: Names, kind: SqlKind): string =>
     n.create(oneProcedure(kind.code))
   }(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+${kind.upsert === undefined ? transactionBody(n, kind) : upsertBody(n, { ...kind, upsert: kind.upsert })}`;
+
+/** The body of a kind without an upsert: the row and the key's block read locked, in a transaction. */
+const transactionBody = (n: Names, kind: SqlKind): string =>
+  `BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, ${SERVER_NOW});
 DECLARE fd, ok, dup INT DEFAULT 0;
 DECLARE chg INT DEFAULT 1;
@@ -71,8 +80,7 @@ ${kind.apply}  IF ok = 1 AND chg = 1 THEN
     END IF;
   ELSEIF ok = 0 AND chg = 1 AND bm > 0 THEN
     SET bu = nw + bm * 1000;
-    INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
-      ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+    ${writeBlock(n)}
   END IF;
   LEAVE decide;
 END LOOP;
@@ -81,7 +89,7 @@ IF sw > 0 THEN
   BEGIN
     DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DELETE FROM ${n.table} WHERE expires_us < nw LIMIT sw;
+    DELETE FROM ${n.table} WHERE expires_us < nw - ${SWEEP_GRACE_US} LIMIT sw;
   END;
 END IF;
 SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;

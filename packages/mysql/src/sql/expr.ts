@@ -28,6 +28,12 @@ export const nth = (list: string, i: string): string => `CAST(SUBSTRING_INDEX(SU
 /** The server's clock in epoch µs, free of the session's time zone (no DST fold). */
 export const SERVER_NOW = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
 
+/**
+ * The kinds whose row can carry the mark of a key without a block (an empty `entries`, which
+ * their state does not use): see upsert.ts.
+ */
+export const UNBLOCKED_KINDS = "'t', 'f', 's'";
+
 /** Most policies in one set: their kinds travel as one character each in a VARCHAR(32). */
 export const MAX_POLICIES = 32;
 
@@ -44,6 +50,24 @@ export interface SqlKind {
   readonly apply: string;
   readonly refund: string;
   readonly settle: string;
+  /** The kind's charge as one statement, when its decision fits in expressions (see upsert.ts). */
+  readonly upsert?: UpsertKind;
+}
+
+/**
+ * One policy's decision as the expressions of an UPDATE (or an `INSERT ... ON DUPLICATE KEY UPDATE`),
+ * reading the row's old columns (`kind`, `n1`, `n2`, `n3`) and the procedure's `nw`, `L`, `pr`,
+ * `cost`. `pre` lists the assignments, in order, of the user variables `@fg_a`, `@fg_b`, `@fg_c`
+ * (the state as the apply fragment reads it: another kind's row reads as no state), `@fg_ok`
+ * (whether the cost fits), `@fg_n1`..`@fg_n3` and `@fg_nx` (the state and expiry it writes when
+ * it fits). `insert` is a new row's n1, n2, n3 and expiry, where a cost within the limit always
+ * fits. `admitted` answers an admission from those variables: remaining, reset (ms) and the mark,
+ * as the apply fragment would.
+ */
+export interface UpsertKind {
+  readonly pre: readonly string[];
+  readonly insert: readonly [n1: string, n2: string, n3: string, expires: string];
+  readonly admitted: readonly [remaining: string, resetMs: string, mark: string];
 }
 
 /**

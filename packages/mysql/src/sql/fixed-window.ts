@@ -31,6 +31,21 @@ ELSE
 END IF;
 END;
 `,
+  // The window charged (@fg_n1) and its count after the charge (@fg_n2).
+  upsert: {
+    pre: [
+      "@fg_a := IF(kind = 'f', n1, 0)",
+      "@fg_b := IF(kind = 'f', n2, 0)",
+      "@fg_c := 0",
+      "@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)",
+      "@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost",
+      "@fg_ok := @fg_n2 <= L",
+      "@fg_n3 := 0",
+      "@fg_nx := (@fg_n1 + 1) * pr * 1000",
+    ],
+    insert: ["nw DIV (pr * 1000)", "cost", "0", "(nw DIV (pr * 1000) + 1) * pr * 1000"],
+    admitted: ["L - @fg_n2", ceilMs("@fg_nx"), "@fg_n1"],
+  },
   refund: `IF ${CURRENT} AND (mk IS NULL OR a = mk) THEN SET b = GREATEST(0, b - cost); END IF;
 SET nx = (a + 1) * pr * 1000;
 `,

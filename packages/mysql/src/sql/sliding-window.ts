@@ -1,5 +1,8 @@
 import { cdiv, settleByDifference, type SqlKind } from "./expr.ts";
 
+/** The budget of the window `@fg_n1` whose previous count is `@fg_n3`: the limit less the previous window's overlap (× pr). */
+const BUDGET = "L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))";
+
 /** Rewrites the charged window's count (`b`) or, one window later, the previous count (`c`). */
 const intoMark = (current: string, previous: string): string =>
   `IF a = mk THEN SET b = ${current}; ELSEIF a = mk + 1 THEN SET c = ${previous}; END IF;
@@ -49,6 +52,21 @@ ELSE
 END IF;
 END;
 `,
+  // The window charged (@fg_n1), its count after the charge (@fg_n2), the previous one's (@fg_n3).
+  upsert: {
+    pre: [
+      "@fg_a := IF(kind = 's', n1, 0)",
+      "@fg_b := IF(kind = 's', n2, 0)",
+      "@fg_c := IF(kind = 's', n3, 0)",
+      "@fg_n1 := GREATEST(nw DIV (pr * 1000), @fg_a)",
+      "@fg_n2 := IF(@fg_a = @fg_n1, @fg_b, 0) + cost",
+      "@fg_n3 := IF(@fg_a = @fg_n1, @fg_c, IF(@fg_a = @fg_n1 - 1, @fg_b, 0))",
+      `@fg_ok := @fg_n2 * pr <= ${BUDGET}`,
+      "@fg_nx := (@fg_n1 + 2) * pr * 1000",
+    ],
+    insert: ["nw DIV (pr * 1000)", "cost", "0", "(nw DIV (pr * 1000) + 2) * pr * 1000"],
+    admitted: [`GREATEST(0, ${BUDGET} - @fg_n2 * pr) DIV pr`, "(@fg_n1 + 2) * pr", "@fg_n1"],
+  },
   // Into the mark: the stored window's own count, or its previous count one window later;
   // without one, into the current state (the current count first).
   refund: `IF mk IS NOT NULL THEN
