@@ -64,9 +64,16 @@ export function setHeaders(pairs: readonly string[], set: (name: string, value: 
 export function setNodeHeaders(pairs: readonly string[], set: (name: string, value: string) => unknown): void {
   for (let i = 0; i < pairs.length; i += 2) {
     const name = pairs[i]!;
-    set(NODE_HEADER_NAMES.get(name) ?? name, pairs[i + 1]!);
+    // A rule writes the same names in the same order on every request: the last name seen at
+    // this place, compared by identity, spares the look-up.
+    if (names[i] !== name) lowerNames[i] = NODE_HEADER_NAMES.get(names[i] = name) ?? name;
+    set(lowerNames[i]!, pairs[i + 1]!);
   }
 }
+
+/** By place in the pairs, the last name {@link setNodeHeaders} set, and the form it set it in. */
+const names: string[] = [];
+const lowerNames: string[] = [];
 
 /**
  * One request on Node, from before its decision to its end. Made before the decision, so a client
