@@ -89,7 +89,7 @@ export function withRateLimit<E extends LambdaHttpEvent, R, Ctx = unknown>(
   const getClientIp = shared.getClientIp;
   return withHandle(async function rateLimitedHandler(event: E, context: Ctx): Promise<R> {
     const peer = getClientIp === undefined ? peerOf(event) : getClientIp(event, context);
-    const result = await limiter.decideRequest(event, peer);
+    const result = await limiter.decide(event, peer);
     if (result === undefined) return handler(event, context);
     try {
       if (!result.allowed) return deniedResult(event, result.response!) as R;

@@ -13,6 +13,7 @@ import {
   type RequestAccess,
   setNodeHeaders,
   targetPath,
+  thenOrNow,
   Warnings,
   withHandle,
 } from "@floodgate/core/http";
@@ -112,7 +113,9 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
     if (leftBeforeDecision(peer, req.socket)) return;
     // Watching the response's close from now on: a client that leaves while the store decides is seen.
     const exchange = new NodeExchange(res);
-    limiter.decideRequest(req, peer, appTrust).then((result) => {
+    // Answered at once when the store and callbacks decide synchronously (the memory store). A
+    // throw while deciding or answering (a header Node refuses) goes to the app's error handler.
+    thenOrNow(() => limiter.decide(req, peer, appTrust), (result) => {
       if (result === undefined) return next();
       // The client left meanwhile: what the request holds is back, and the handler does not run.
       if (!exchange.start(result)) return;
@@ -133,7 +136,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
       if (!res.headersSent) setNodeHeaders(result.headers, (name, value) => setHeader.call(res, name, value));
       exchange.followResponse(res, () => threw(req));
       next();
-    }).then(undefined, next); // a throw while answering (a header Node refuses) goes to the app's error handler
+    }, next);
   }, limiter);
 }
 

@@ -9,7 +9,7 @@ import {
   handOffPending,
   type HttpRateLimitOptions,
   leftBeforeDecision,
-  NodeExchange,
+  NodeExchangeBase,
   type NodeResponseLike,
   type RateLimitHandle,
   type RateLimitInfo,
@@ -99,8 +99,8 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
     const outgoing = node?.outgoing;
     const onNode = typeof outgoing?.setHeader === "function";
     // On Node, the response's close is watched from now on: a client that leaves while the store decides is seen.
-    const exchange = onNode ? new NodeExchange(outgoing as unknown as NodeResponseLike) : undefined;
-    const result = await limiter.decideRequest(c, peer);
+    const exchange = onNode ? new NodeExchangeBase(outgoing as unknown as NodeResponseLike) : undefined;
+    const result = await limiter.decide(c, peer);
     if (result === undefined) return next();
     // The client left meanwhile: what the request holds is back, and the handler does not run.
     if (exchange !== undefined && !exchange.start(result)) return new Response(null, { status: 499 });

@@ -99,7 +99,9 @@ export function rateLimit<State = DefaultState, Custom = DefaultContext>(
       if (leftBeforeDecision(peer, ctx.req.socket)) return;
       // Watching the response's close from now on: a client that leaves while the store decides is seen.
       const exchange = new NodeExchange(ctx.res);
-      const result = await limiter.decideRequest(ctx as unknown as Context, peer, appTrust);
+      // Decided without a promise when the store and callbacks answer at once (the memory store).
+      const decided = limiter.decide(ctx as unknown as Context, peer, appTrust);
+      const result = decided instanceof Promise ? await decided : decided;
       if (result === undefined) return next();
       // The client left meanwhile: what the request holds is back, and the downstream middleware does not run.
       if (!exchange.start(result)) return;

@@ -170,7 +170,7 @@ export function withRateLimit<Rest extends unknown[]>(
   const getClientIp = options.getClientIp ?? runtimeClientIp as (request: Request, ...rest: Rest) => string | undefined;
   return withHandle(async function rateLimitedFetch(request: Request, ...passed: [...Rest, ...unknown[]]): Promise<Response> {
     const args = passed as unknown as Rest;
-    const result = await limiter.decideRequest(request, getClientIp(request, ...args));
+    const result = await limiter.decide(request, getClientIp(request, ...args));
     if (result === undefined) return handler(request, ...args);
     // What is left after the response, to the platform's waitUntil: Workers' ctx (the third
     // argument), Netlify's context (the second), or Vercel's request context.

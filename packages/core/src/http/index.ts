@@ -34,6 +34,7 @@ export {
   leftBeforeDecision,
   type NodeEndable,
   NodeExchange,
+  NodeExchangeBase,
   type NodeResponseLike,
   type NodeSocketLike,
   setHeaders,
@@ -41,6 +42,7 @@ export {
   settleOnClose,
 } from "./node-response.ts";
 export { targetPath } from "./routes.ts";
+export { thenOrNow } from "./steps.ts";
 export { DEFAULT_HEADER_FORMATS, HEADER_NAMES, type HeaderFormat } from "./headers.ts";
 export {
   parseForwarded,

@@ -120,6 +120,9 @@ function embeddedIpv4(g: readonly number[]): number | undefined {
  * Returns `undefined` when the text is not an IP address.
  */
 export function parseIp(input: string): ParsedIp | undefined {
+  // A plain dotted quad, the usual socket address, as it is: nothing to trim, strip or unwrap.
+  const plain = parseIpv4(input);
+  if (plain !== undefined) return { v: 4, n: plain, text: input };
   let text = input.trim();
   if (text.length === 0 || text.length > 64) return undefined;
   if (text[0] === "[") {

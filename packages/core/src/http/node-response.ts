@@ -64,9 +64,16 @@ export function setHeaders(pairs: readonly string[], set: (name: string, value: 
 export function setNodeHeaders(pairs: readonly string[], set: (name: string, value: string) => unknown): void {
   for (let i = 0; i < pairs.length; i += 2) {
     const name = pairs[i]!;
-    set(NODE_HEADER_NAMES.get(name) ?? name, pairs[i + 1]!);
+    // A rule writes the same names in the same order on every request: the last name seen at
+    // this place, compared by identity, spares the look-up.
+    if (names[i] !== name) lowerNames[i] = NODE_HEADER_NAMES.get(names[i] = name) ?? name;
+    set(lowerNames[i]!, pairs[i + 1]!);
   }
 }
+
+/** By place in the pairs, the last name {@link setNodeHeaders} set, and the form it set it in. */
+const names: string[] = [];
+const lowerNames: string[] = [];
 
 /**
  * One request on Node, from before its decision to its end. Made before the decision, so a client
@@ -82,7 +89,7 @@ export function setNodeHeaders(pairs: readonly string[], set: (name: string, val
  *   concurrency unit is held while the handler still runs after its client has gone. A request
  *   that settles nothing (no reservation) is settled at the close, as before.
  */
-export class NodeExchange {
+export class NodeExchangeBase {
   #closed = false;
   /** The status the close reported: the response's, or 0 when it was not completely sent. */
   #status = 0;
@@ -175,6 +182,27 @@ export class NodeExchange {
     this.handlerEnded(after?.threw === true);
   }
 
+  /** Whether the request holds a reservation until it is settled (a concurrency unit, or a cost's estimate), not settled yet. */
+  get holds(): boolean {
+    return this.#result?.holds === true;
+  }
+
+  #settle(): void {
+    const result = this.#result;
+    if (result === undefined || !this.#closed || !this.#handlerDone) return;
+    this.#result = undefined;
+    if (this.#threw) result.settle(this.#status === 0 ? 0 : HANDLER_THREW);
+    else if (this.#bodyFailed) result.settle(0);
+    else result.settle(this.#status, this.#status === 0 ? undefined : this.res);
+  }
+}
+
+/**
+ * {@link NodeExchangeBase} with {@link followResponse}, for a framework that runs no code of the
+ * middleware after the handler (Express). An adapter that does (Hono, Koa) needs only the base,
+ * and a bundle of it leaves this out.
+ */
+export class NodeExchange extends NodeExchangeBase {
   /**
    * For a framework that runs no code of the middleware after the handler (Express): the
    * handler's end is when it ends the response (`res.end()`, and so `send`, `json`, an error
@@ -184,7 +212,7 @@ export class NodeExchange {
    * framework's error handling.
    */
   followResponse(res: NodeEndable, threw: () => boolean): void {
-    if (this.#result?.holds !== true) return;
+    if (!this.holds) return;
     if (res.writableEnded) return this.handlerEnded(threw());
     const { end, destroy } = res;
     let done = false;
@@ -207,15 +235,6 @@ export class NodeExchange {
       ended();
       return destroy.apply(this, args);
     };
-  }
-
-  #settle(): void {
-    const result = this.#result;
-    if (result === undefined || !this.#closed || !this.#handlerDone) return;
-    this.#result = undefined;
-    if (this.#threw) result.settle(this.#status === 0 ? 0 : HANDLER_THREW);
-    else if (this.#bodyFailed) result.settle(0);
-    else result.settle(this.#status, this.#status === 0 ? undefined : this.res);
   }
 }
 
