@@ -952,7 +952,8 @@ DECLARE lg LONGBLOB;
 DECLARE kd CHAR(1);
 DECLARE kk VARBINARY(3072);
 DECLARE res, mks TEXT DEFAULT '';
-DECLARE g, wend, rest, cost, un, q, nr, en BIGINT DEFAULT 0;
+DECLARE g, wend, rest, cost, un, q, nr, en, bu BIGINT DEFAULT 0;
+DECLARE figs TEXT;
 DECLARE rec LONGBLOB;
 DECLARE item TEXT;
 DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
@@ -1142,6 +1143,18 @@ IF ok = 0 THEN SET al = 0; END IF;
 SET res = CONCAT(res, ',', ok, ',', rem, ',', rst, ',', rty);
 SET p = p + 1;
 END WHILE;
+SELECT COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+IF bu > 0 THEN
+  SET figs = '';
+  SET n = CHAR_LENGTH(kinds), p = 0;
+WHILE p < n DO
+SET kd = SUBSTRING(kinds, p + 1, 1), L = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 1), ',', -1) AS SIGNED), pr = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 2), ',', -1) AS SIGNED);
+SET kk = IF(p = 0, bs, CONCAT(bs, ':', p));
+SET figs = CONCAT(figs, ',0,0,', GREATEST(CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(SUBSTRING(res, 2), ',', 4 * p + 3), ',', -1) AS SIGNED), ((bu) + 999) DIV 1000), ',', IF(CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(SUBSTRING(res, 2), ',', 4 * p + 4), ',', -1) AS SIGNED) = -1, -1, GREATEST(CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(SUBSTRING(res, 2), ',', 4 * p + 4), ',', -1) AS SIGNED), ((bu - nw) + 999) DIV 1000)));
+SET p = p + 1;
+END WHILE;
+  SET res = figs, al = 0;
+END IF;
 SET n = CHAR_LENGTH(kinds), p = 0;
 WHILE p < n DO
 SET kd = SUBSTRING(kinds, p + 1, 1), L = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 1), ',', -1) AS SIGNED), pr = CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(nums, ',', 3 * p + 2), ',', -1) AS SIGNED);

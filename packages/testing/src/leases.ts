@@ -74,6 +74,20 @@ export function leaseTests(ctx: ContractContext): void {
       expect(await remaining()).toEqual([0]);
     });
 
+    it("a blocked key: the lease call denies, charges nothing and grants nothing; returns still count", async () => {
+      const { lease, remaining, reader } = leaseBench(ctx.local, [fixedWindow({ limit: 100, window: "1h" })]);
+      await lease({ id: "b1", want: 10 });
+      expect(await remaining()).toEqual([89]);
+      await reader.block("k", "1h");
+      const { result, granted } = await lease({ id: "b2", want: 10, returns: [{ id: "b1", unspent: 6 }] });
+      expect(result[0]).toBe(0);
+      expect(result[1]).toBe(0);
+      expect(result[4]).toBe(3_600_000); // the wait is the block's
+      expect(granted).toBe(0);
+      await reader.unblock("k");
+      expect(await remaining()).toEqual([95]);
+    });
+
     it("no lease when a policy would be left with too little; the request alone is still decided", async () => {
       const { lease, remaining } = leaseBench(ctx.local, [fixedWindow({ limit: 10, window: "1h" })]);
       const { result, granted } = await lease({ id: "s1", want: 50 });

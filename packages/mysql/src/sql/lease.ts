@@ -44,12 +44,33 @@ ${APPLY}END IF;
  * (n1) and g (n2): a retried call with the same id answers from it and charges nothing again.
  */
 
+/**
+ * A blocked key (its block row live): the request denied as consume denies it, every policy with
+ * 0 remaining and a reset and wait at least until the block ends; `al` 0, so nothing is charged
+ * and no lease granted (the returns before it still count).
+ */
+const BLOCKED = (n: Names): string =>
+  `SELECT COALESCE((SELECT z.n1 FROM ${n.table} z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+IF bu > 0 THEN
+  SET figs = '';
+  ${
+    forEachPolicy(
+      `SET figs = CONCAT(figs, ',0,0,', GREATEST(${nth("SUBSTRING(res, 2)", "4 * p + 3")}, ${ceilMs("bu")}), ',', IF(${
+        nth("SUBSTRING(res, 2)", "4 * p + 4")
+      } = -1, -1, GREATEST(${nth("SUBSTRING(res, 2)", "4 * p + 4")}, ${ceilMs("bu - nw")})));
+`,
+    )
+  }  SET res = figs, al = 0;
+END IF;
+`;
+
 export function leaseProcedure(n: Names): string {
   return `CREATE PROCEDURE ${n.create("lease")}(${SET_ARGS}, IN req BIGINT, IN want BIGINT, IN life BIGINT, IN minlife BIGINT,
   IN tm BIGINT, IN lid VARBINARY(100), IN rets TEXT, IN sw INT)
     MODIFIES SQL DATA
 proc: BEGIN
-${DECLARE}DECLARE g, wend, rest, cost, un, q, nr, en BIGINT DEFAULT 0;
+${DECLARE}DECLARE g, wend, rest, cost, un, q, nr, en, bu BIGINT DEFAULT 0;
+DECLARE figs TEXT;
 DECLARE rec LONGBLOB;
 DECLARE item TEXT;
 ${BEGIN_WRITE}SET fd = 1;
@@ -86,7 +107,7 @@ END IF;
   SET q = q + 1;
 END WHILE;
 SET cost = IF(req > 0, req, 1), g = want, wend = nw + life;
-${applyAll(n, "0", "1")}${
+${applyAll(n, "0", "1")}${BLOCKED(n)}${
     forEachPolicy(`SET rest = ${nth("SUBSTRING(res, 2)", "4 * p + 2")} - req;
 IF rest < GREATEST((L + 99) DIV 100, 2 * cost) THEN SET g = 0; ELSE SET g = LEAST(g, rest DIV 2); END IF;
 IF kd <> 't' THEN SET wend = LEAST(wend, (nw DIV (pr * 1000) + 1) * pr * 1000); END IF;
