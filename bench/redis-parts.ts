@@ -23,6 +23,18 @@ const PARTS: [string, string][] = [
     "`local floor, ceil, max, fmt = math.floor, …`",
     `local floor, ceil, max, fmt = math.floor, math.ceil, math.max, string.format return 1`,
   ],
+  [
+    "`string.match` of a sliding window's state (its three captures)",
+    `local a, b, c = string.match("29935337:12345:67890", "^(-?%d+):(%d+):(%d+)$") return 1`,
+  ],
+  ['a step\'s answer: `v .. " " .. t1 .. " " .. t2`', `local x = "29935337:12345:67890" .. " " .. ARGV[2] .. " " .. ARGV[3] return 1`],
+  ['`type(v) == "string"`', `local x = type(ARGV[3]) == "string" return 1`],
+  ["`math.floor(x)`", `local x = math.floor(ARGV[1] + 0.5) return 1`],
+  ["`x - x % 1` (the same floor)", `local x = ARGV[1] + 0.5 x = x - x % 1 return 1`],
+  ["`ARGV[2] + 0` (a string to a number)", `local x = ARGV[2] + 0 return 1`],
+  ["`tonumber(ARGV[2])`", `local x = tonumber(ARGV[2]) return 1`],
+  ['`fmt("%d:%d:%d", …)` of three numbers', `local x = string.format("%d:%d:%d", 29935337, 12346, 67890) return 1`],
+  ['`a .. ":" .. n .. ":" .. b`, `n` a number', `local n = 12346 local x = ARGV[2] .. ":" .. n .. ":" .. ARGV[3] return 1`],
   ["returning a five-number table instead of 1", `return {1, 1, 99999999, 1700003600000, 0}`],
   ["returning a two-number table instead of 1", `return {1, 99999999}`],
 ];

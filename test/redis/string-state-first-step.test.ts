@@ -153,3 +153,28 @@ describe.each(Object.keys(KINDS) as (keyof typeof KINDS)[])("%s: first step", (k
     expect((await limiter.limit("list")).remaining).toBe(9);
   });
 });
+
+describe("sliding window: the first step's state write", () => {
+  it("a count within the window is written exactly, below and above 1e14 (past Lua's own number format)", async () => {
+    const prefix = uniquePrefix();
+    let now = 1_800_000_000_000;
+    // limit × window is at most 2^50: a limit of 1.1e14 takes a window of 10 ms.
+    const limiter = createRateLimiter({
+      policy: slidingWindow({ limit: 110_000_000_000_000, window: 10 }),
+      store: h.store("local", { denyCache: false }),
+      prefix,
+      clock: () => now,
+    });
+    const index = Math.floor(now / 10);
+    await limiter.limit("k", { cost: 99_999_999_999_998 });
+    now += 1;
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    expect(await h.admin.get(`${prefix}{k}`)).toBe(`${index}:99999999999999:0`);
+    now += 1;
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    expect(await h.admin.get(`${prefix}{k}`)).toBe(`${index}:100000000000000:0`);
+    now += 1;
+    expect((await limiter.limit("k", { cost: 3 })).remaining).toBe(9_999_999_999_997);
+    expect(await h.admin.get(`${prefix}{k}`)).toBe(`${index}:100000000000003:0`);
+  });
+});

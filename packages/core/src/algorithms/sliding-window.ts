@@ -199,20 +199,23 @@ end
 const swFast = (one: boolean): string => {
   const [L, P, cost] = one ? ["ARGV[1]", "ARGV[2]", "1"] : ["ARGV[2]", "ARGV[3]", "cost"];
   return `${openStep(one)}local v = redis.pcall("GET", KEYS[1])
-local P, index, si, sc, sp = ${P} + 0, nil
+local P, index, si, sc, sp, ti = ${P} + 0, nil
 if type(v) == "string" then si, sc, sp = string.match(v, "${SW_STATE}") end
 if si then
-si, sc = si + 0, sc + 0
+ti, si, sc = si, si + 0, sc + 0
 if sc >= ${FLAG} and ${BLOCK_OVER} then sc = sc - ${FLAG} end
-if sc < ${FLAG} then index = math.floor(now / (P * 1000)) end
-elseif v == false then index = math.floor(now / (P * 1000)) end
+if sc < ${FLAG} then index = now / (P * 1000) index = index - index % 1 end
+elseif v == false then index = now / (P * 1000) index = index - index % 1 end
 if index then
 local cur, prev, same = 0, 0, false
 if si == index then cur, prev, same = sc, sp + 0, true elseif si == index - 1 then prev = sc elseif si and si > index then index = nil end
 if index then
-if (cur + ${cost}) * P <= ${L} * P - prev * (P - math.floor((now - index * P * 1000) / 1000)) then
-if same then redis.call("SET", KEYS[1], string.format("%d:%d:%d", index, cur + ${cost}, prev), "KEEPTTL")
-else redis.call("SET", KEYS[1], string.format("%d:%d:%d", index, cur + ${cost}, prev), "PX", string.format("%d", math.ceil(((index + 2) * P * 1000 - now) / 1000))) end
+local e = (now - index * P * 1000) / 1000
+local n = cur + ${cost}
+if n * P <= ${L} * P - prev * (P - e + e % 1) then
+if same and n < 1e14 then redis.call("SET", KEYS[1], ti .. ":" .. n .. ":" .. sp, "KEEPTTL")
+elseif same then redis.call("SET", KEYS[1], string.format("%d:%d:%d", index, n, prev), "KEEPTTL")
+else redis.call("SET", KEYS[1], string.format("%d:%d:%d", index, n, prev), "PX", string.format("%d", math.ceil(((index + 2) * P * 1000 - now) / 1000))) end
 end
 ${answer('(v or "")')}
 end

@@ -225,14 +225,14 @@ export interface LuaScript {
 export const SCRIPT_SHA: Readonly<Partial<Record<ScriptName, string>>> = {
   "token-bucket": "732d797ece1ecda21b5068f57f3bbab3e07f348f",
   "fixed-window": "74344e632dd1c914144f27dddbaa0cbab5458705",
-  "sliding-window": "cac9005c83c037b7ecc671fe7de196e32ac6df9e",
+  "sliding-window": "70e73238cf4ac4231cec7d40ff87102b55e1ef8c",
   "sliding-log": "3a44f33f4c58a416b82f579f76bb024337f3044a",
   concurrency: "8f5f299998e68ddfac4ef0b9d324a51622824729",
   admin: "66a55ed58d382394e041f627804675f0a202ead9",
   "calendar-window": "813222cb073e1c9984ee27b3bf43f8a2853bc2b3",
   "fixed-window:1": "aa3d43292ac13e774303b18bef55d5ccc95146c5",
   "token-bucket:1": "939d7e3739a7ccc92d0ed1c682925036d9138d1d",
-  "sliding-window:1": "7f57bcfcb803ffa26d38e92ad9682652125d959e",
+  "sliding-window:1": "9173b39b99017e50be764dc38b4bbc5900b5fcaa",
   multi: "58b9982be45393143c90d66f3589f26d483ee7ce",
 };
 
