@@ -20,8 +20,12 @@ export class MemoryStoreImpl implements MemoryStore {
   /** Sliding logs; a slot holds a log's index + 1 (every tracked key's logs are created with it, in #adopt). */
   #logs: (number[] | undefined)[] = [];
   #freeLogs: number[] = [];
-  /** Where eviction goes on from: the CLOCK hand over `#keys`, oldest first. */
-  #clockHand: MapIterator<[string, number]> = this.#keys.entries();
+  /**
+   * Where eviction goes on from: the CLOCK hand over `#keys`, oldest first. Made at the first
+   * eviction, not before: a live iterator keeps every table the map has outgrown since its last
+   * step (V8 moves it to the new table only then), which while the map fills doubled its memory.
+   */
+  #clockHand: MapIterator<[string, number]> | undefined;
   #sinceSweep: number;
   /** Outstanding reservations (see ledger.ts). */
   readonly #ledger: Ledger;
@@ -185,7 +189,7 @@ export class MemoryStoreImpl implements MemoryStore {
   dispose(): void {
     this.#keys.clear();
     this.#ledger.clear();
-    this.#clockHand = this.#keys.entries();
+    this.#clockHand = undefined;
     this.#layouts = new Layouts();
     this.#logs = [];
     this.#freeLogs = [];
@@ -364,8 +368,8 @@ export class MemoryStoreImpl implements MemoryStore {
       // One live iterator, not a fresh `entries()` per eviction: a fresh one walks past every entry
       // deleted from the front since the map last compacted, O(maxKeys) per insertion once full
       // (a flood of new clients would cost milliseconds each). Past the end, it starts over.
-      let next = this.#clockHand.next();
-      if (next.done === true) next = (this.#clockHand = this.#keys.entries()).next();
+      let next = this.#clockHand?.next();
+      if (next === undefined || next.done === true) next = (this.#clockHand = this.#keys.entries()).next();
       const [oldestKey, oldestRef] = next.value as [string, number];
       this.#keys.delete(oldestKey);
       const layout = this.#layouts.byId[oldestRef & LAYOUT_MASK]!;
