@@ -12,10 +12,11 @@ import { ceilMs, enc, entry, type UpsertKind } from "./expr.ts";
  *   `lo = n + cost - L` has (or there is none, lo = 0); the statement finds where the window
  *   starts when it is at `lo` (the usual answer when a log is charged steadily: nothing more has
  *   left since the last charge), at the end (every entry has left: a key back after a quiet
- *   window), or within `BISECTIONS` halvings of what lies between. Further than that it writes
- *   nothing and leaves `@fg_ok` NULL: the procedure then decides in a transaction, with a loop
- *   (consume-one.ts). The halvings are nested so that the statement stops where the search ends,
- *   but the server prepares every one at each execution: a few of them, not enough for any log;
+ *   window), or by `BISECTIONS` halvings of the `2^BISECTIONS - 1` entries after `lo`. When more
+ *   of them have left (and not all), it writes nothing and leaves `@fg_ok` NULL: the procedure
+ *   then decides in a transaction, with a loop (consume-one.ts). The halvings are nested so that
+ *   the statement stops where the search ends, but the server prepares every one at each
+ *   execution (30, enough for any log, cost more than the transaction): a few of them;
  * - a denial writes nothing (its entries are copied into `@fg_lg` for the apply fragment, which
  *   gives its figures); an admission writes the entries still in the window and `cost` entries of
  *   `at_`.
@@ -28,7 +29,7 @@ import { ceilMs, enc, entry, type UpsertKind } from "./expr.ts";
  * every other procedure writes back as it read them).
  */
 
-/** Halvings of the range between the window's start and the end of the log: ranges of up to 2^k - 1 entries. */
+/** Halvings of the entries after the first that must go: the window's start is searched among the next 2^k - 1. */
 const BISECTIONS = 4;
 
 /** The window, µs. */
@@ -49,9 +50,11 @@ const decide = (n: string): string[] => [
   `@fg_at := IF(@fg_n > 0, GREATEST(nw, ${at("@fg_n - 1")}), nw)`,
   "@fg_lo := GREATEST(0, @fg_n + cost - L)",
   `@fg_ok := cost <= L AND (@fg_lo = 0 OR ${at("@fg_lo - 1")} <= ${TH})`,
-  // [lo, hi]: lo when it is in the window, the end when none is, else what lies between.
+  // [lo, hi]: lo when it is in the window, the end when none is, else the next 2^k - 1 entries;
+  // beyond them, no decision.
   `@fg_hi := IF(@fg_ok AND @fg_n - @fg_lo > 0 AND ${at("@fg_lo")} <= ${TH},
-      IF(${at("@fg_n - 1")} <= ${TH}, @fg_lo := @fg_n, @fg_n - 1), @fg_lo)`,
+      IF(${at("@fg_n - 1")} <= ${TH}, @fg_lo := @fg_n, LEAST(@fg_n - 1, @fg_lo + ${2 ** BISECTIONS - 1})), @fg_lo)`,
+  `@fg_ok := IF(@fg_hi - @fg_lo > 0 AND ${at("@fg_hi")} <= ${TH}, NULL, @fg_ok)`,
   bisect(BISECTIONS),
   "@fg_ok := IF(@fg_hi - @fg_lo > 0, NULL, @fg_ok)",
   "@fg_lg := IF(@fg_ok, NULL, entries)",
