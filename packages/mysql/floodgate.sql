@@ -814,7 +814,7 @@ END WHILE;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
   END IF;
 ELSEIF al = 1 AND op = 2 AND bu = 0 THEN
   INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
@@ -936,7 +936,7 @@ BEGIN
 DECLARE bu BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) + ms * 1000;
 INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
 END$$
 
 DROP PROCEDURE IF EXISTS `floodgate_v1_lease`$$
@@ -1857,7 +1857,7 @@ END WHILE;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
   END IF;
 END IF;
 IF al = 0 OR bu > 0 THEN SET allok = 0; END IF;
@@ -2052,7 +2052,7 @@ IF cost <= L THEN
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
     entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
       IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
-        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 't' AND entries = '';
+        UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
       END IF;
     END IF;
   END IF;
@@ -2077,11 +2077,12 @@ BEGIN
   DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
   DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
   DECLARE tk CHAR(1);
+  DECLARE lg LONGBLOB;
   IF bu = 0 AND cost <= L THEN
     SET a = @fg_a, b = @fg_b, c = @fg_c;
   ELSE
-    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
-    IF tk IS NULL OR tk <> 't' THEN SET a = 0, b = 0, c = 0; END IF;
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3), MAX(s.entries) INTO tk, a, b, c, lg FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 't' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
   END IF;
 BEGIN
 DECLARE tat, nxt, tau BIGINT;
@@ -2106,7 +2107,7 @@ END;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
   END IF;
   IF sw > 0 THEN
   BEGIN
@@ -2145,7 +2146,7 @@ IF cost <= L THEN
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
     entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
       IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
-        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 'f' AND entries = '';
+        UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
       END IF;
     END IF;
   END IF;
@@ -2170,11 +2171,12 @@ BEGIN
   DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
   DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
   DECLARE tk CHAR(1);
+  DECLARE lg LONGBLOB;
   IF bu = 0 AND cost <= L THEN
     SET a = @fg_a, b = @fg_b, c = @fg_c;
   ELSE
-    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
-    IF tk IS NULL OR tk <> 'f' THEN SET a = 0, b = 0, c = 0; END IF;
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3), MAX(s.entries) INTO tk, a, b, c, lg FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 'f' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
   END IF;
 BEGIN
 DECLARE sz, ix, cnt, en BIGINT;
@@ -2201,7 +2203,7 @@ END;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
   END IF;
   IF sw > 0 THEN
   BEGIN
@@ -2240,7 +2242,7 @@ IF cost <= L THEN
     n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
     entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us);
       IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
-        UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind = 's' AND entries = '';
+        UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
       END IF;
     END IF;
   END IF;
@@ -2265,11 +2267,12 @@ BEGIN
   DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
   DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
   DECLARE tk CHAR(1);
+  DECLARE lg LONGBLOB;
   IF bu = 0 AND cost <= L THEN
     SET a = @fg_a, b = @fg_b, c = @fg_c;
   ELSE
-    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM `floodgate` s WHERE s.k = bs;
-    IF tk IS NULL OR tk <> 's' THEN SET a = 0, b = 0, c = 0; END IF;
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3), MAX(s.entries) INTO tk, a, b, c, lg FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 's' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
   END IF;
 BEGIN
 DECLARE ix, cur, prv, st, el, bud, e, at_ BIGINT;
@@ -2311,7 +2314,7 @@ END;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
   END IF;
   IF sw > 0 THEN
   BEGIN
@@ -2328,8 +2331,58 @@ DROP PROCEDURE IF EXISTS `floodgate_v1_consume_l`$$
 
 CREATE PROCEDURE `floodgate_v1_consume_l`(IN bs VARBINARY(3000), IN L BIGINT, IN pr BIGINT, IN bm BIGINT, IN cost BIGINT, IN tm BIGINT, IN sw INT)
     MODIFIES SQL DATA
-BEGIN
+proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)));
+DECLARE bu BIGINT DEFAULT 0;
+IF cost <= L THEN
+  -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
+  SET @fg_ok = NULL, @fg_n = NULL;
+  UPDATE `floodgate` SET kind = IF(LENGTH(CONCAT_WS(',', (@fg_n := COALESCE(LENGTH(entries), 0) DIV 8), (@fg_at := IF(@fg_n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw)), (@fg_lo := GREATEST(0, @fg_n + cost - L)), (@fg_ok := cost <= L AND (@fg_lo = 0 OR CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_lo - 1) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000)), (@fg_hi := IF(@fg_ok AND @fg_n - @fg_lo > 0 AND CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_lo) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_n - 1) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_n, LEAST(@fg_n - 1, @fg_lo + 15)), @fg_lo)), (@fg_ok := IF(@fg_hi - @fg_lo > 0 AND CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_hi) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, NULL, @fg_ok)), (IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), 0), 0)), 0)), 0)), 0)), (@fg_ok := IF(@fg_hi - @fg_lo > 0, NULL, @fg_ok)), (@fg_lg := IF(@fg_ok, NULL, entries)))) > 0 AND @fg_ok, 'l', kind),
+    entries = IF(@fg_ok, CONCAT(IF(@fg_n > 0, SUBSTRING(entries, 8 * @fg_lo + 1), ''), REPEAT(UNHEX(LPAD(HEX(CAST(@fg_at AS SIGNED)), 16, '0')), cost)), entries),
+    expires_us = IF(@fg_ok, @fg_at + pr * 1000, expires_us)
+    WHERE k = bs AND kind = 'l' AND n1 = 1;
+  IF @fg_n IS NULL THEN
+    SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+    IF bu = 0 THEN
+      -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
+      SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+      INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us)
+  VALUES (bs, 'l', IF(LENGTH(CONCAT_WS(',', @fg_n := 0, @fg_lo := 0, @fg_at := nw, @fg_ok := 1)) > 0, 1, 0), 0, 0, REPEAT(UNHEX(LPAD(HEX(nw), 16, '0')), cost), nw + pr * 1000)
+  ON DUPLICATE KEY UPDATE
+    kind = IF(LENGTH(CONCAT_WS(',', (@fg_n := IF(kind = 'l', COALESCE(LENGTH(entries), 0) DIV 8, 0)), (@fg_at := IF(@fg_n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw)), (@fg_lo := GREATEST(0, @fg_n + cost - L)), (@fg_ok := cost <= L AND (@fg_lo = 0 OR CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_lo - 1) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000)), (@fg_hi := IF(@fg_ok AND @fg_n - @fg_lo > 0 AND CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_lo) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_n - 1) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_n, LEAST(@fg_n - 1, @fg_lo + 15)), @fg_lo)), (@fg_ok := IF(@fg_hi - @fg_lo > 0 AND CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_hi) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, NULL, @fg_ok)), (IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), IF(@fg_hi - @fg_lo > 0, CONCAT_WS(',', @fg_m := (@fg_lo + @fg_hi) DIV 2,
+      IF(CAST(CONV(HEX(SUBSTRING(entries, 8 * (@fg_m) + 1, 8)), 16, 10) AS SIGNED) <= @fg_at - pr * 1000, @fg_lo := @fg_m + 1, @fg_hi := @fg_m), 0), 0)), 0)), 0)), 0)), (@fg_ok := IF(@fg_hi - @fg_lo > 0, NULL, @fg_ok)), (@fg_lg := IF(@fg_ok, NULL, entries)))) > 0 AND @fg_ok, 'l', kind),
+    n1 = IF(@fg_ok, 1, n1), n2 = IF(@fg_ok, 0, n2), n3 = IF(@fg_ok, 0, n3),
+    entries = IF(@fg_ok, CONCAT(IF(@fg_n > 0, SUBSTRING(entries, 8 * @fg_lo + 1), ''), REPEAT(UNHEX(LPAD(HEX(CAST(@fg_at AS SIGNED)), 16, '0')), cost)), entries),
+    expires_us = IF(@fg_ok, @fg_at + pr * 1000, expires_us);
+      IF @fg_ok AND COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) > 0 THEN
+        UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
+      END IF;
+    END IF;
+  END IF;
+  -- A session out of autocommit (against the store's requirement) would keep the row locked.
+  IF @@autocommit = 0 THEN COMMIT; END IF;
+  IF bu = 0 AND @fg_ok THEN
+    IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
+  END;
+END IF;
+    SELECT CONCAT('0,', nw, ',1,1,', L - (@fg_n - @fg_lo) - cost, ',', ((@fg_at + pr * 1000) + 999) DIV 1000, ',0,', @fg_at) AS r;
+    LEAVE proc;
+  END IF;
+  IF bu = 0 AND @fg_ok IS NULL THEN
+BEGIN
 DECLARE fd, ok, dup INT DEFAULT 0;
 DECLARE chg INT DEFAULT 1;
 DECLARE a, b, c, rem, rst, rty, nx, mk BIGINT DEFAULT 0;
@@ -2343,8 +2396,9 @@ decide: LOOP
   SET fd = 1, tk = '';
   BEGIN
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET fd = 0;
-    SELECT s.kind, s.n1, s.n2, s.n3, s.entries,
-        COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
+    -- The block is read after the row's lock is held: a block written before it is seen, one
+    -- written after takes the mark off this row.
+    SELECT s.kind, s.n1, s.n2, s.n3, s.entries, COALESCE((SELECT z.n1 FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0)
       INTO tk, a, b, c, lg, bu FROM `floodgate` s WHERE s.k = bs FOR UPDATE;
   END;
   IF fd = 0 THEN
@@ -2374,13 +2428,13 @@ ELSE
 END IF;
 END;
   IF ok = 1 AND chg = 1 THEN
-    SET mk = IF((COALESCE(LENGTH(lg), 0) DIV 8) > 0, CAST(CONV(HEX(SUBSTRING(lg, 8 * ((COALESCE(LENGTH(lg), 0) DIV 8) - 1) + 1, 8)), 16, 10) AS SIGNED), 0);
+    SET mk = IF(COALESCE(LENGTH(lg), 0) >= 8, CAST(CONV(HEX(RIGHT(lg, 8)), 16, 10) AS SIGNED), 0);
     IF fd = 1 THEN
-      UPDATE `floodgate` SET kind = 'l', n1 = a, n2 = b, n3 = c, entries = lg, expires_us = nx WHERE k = bs;
+      UPDATE `floodgate` SET kind = 'l', n1 = 1, n2 = 0, n3 = 0, entries = lg, expires_us = nx WHERE k = bs;
     ELSE
       BEGIN
         DECLARE CONTINUE HANDLER FOR 1062 SET dup = 1;
-        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 'l', a, b, c, lg, nx);
+        INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (bs, 'l', 1, 0, 0, lg, nx);
       END;
       IF dup = 1 THEN
         SET dup = 0;
@@ -2391,7 +2445,7 @@ END;
     SET bu = nw + bm * 1000;
     INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE `floodgate` SET entries = NULL WHERE k = bs AND kind IN ('t', 'f', 's') AND entries = '';
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
 
   END IF;
   LEAVE decide;
@@ -2405,6 +2459,63 @@ IF sw > 0 THEN
   END;
 END IF;
 SELECT CONCAT(bu, ',', nw, ',', IF(bu > 0, 0, ok), ',', ok, ',', rem, ',', rst, ',', rty, IF(ok = 1 AND bu = 0, CONCAT(',', mk), '')) AS r;
+END;
+    LEAVE proc;
+  END IF;
+ELSE
+  SELECT COALESCE((SELECT MAX(z.n1) FROM `floodgate` z WHERE z.k = CONCAT(bs, ':b') AND z.kind = 'b' AND z.expires_us > nw), 0) INTO bu;
+END IF;
+BEGIN
+  DECLARE ok INT DEFAULT 0;
+  DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
+  DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
+  DECLARE tk CHAR(1);
+  DECLARE lg LONGBLOB;
+  IF bu = 0 AND cost <= L THEN
+    SET lg = @fg_lg;
+  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3), MAX(s.entries) INTO tk, a, b, c, lg FROM `floodgate` s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> 'l' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
+  END IF;
+BEGIN
+DECLARE sz, at_, n, h BIGINT;
+SET sz = pr * 1000, n = (COALESCE(LENGTH(lg), 0) DIV 8);
+-- Entries only grow, so a later `at_` never lands before the newest one (clock steps back).
+SET at_ = IF(n > 0, GREATEST(nw, CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED)), nw), h = 0;
+-- Drop the entries that have left the window ending at `at_`.
+WHILE h < n AND CAST(CONV(HEX(SUBSTRING(lg, 8 * (h) + 1, 8)), 16, 10) AS SIGNED) <= at_ - sz DO SET h = h + 1; END WHILE;
+IF h > 0 THEN SET lg = SUBSTRING(lg, 8 * h + 1), n = n - h; END IF;
+SET nx = at_ + sz;
+IF n + cost <= L THEN
+  SET ok = 1, rty = 0;
+ELSE
+  SET ok = 0, rty = IF(cost > L, -1, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n + cost - L - 1) + 1, 8)), 16, 10) AS SIGNED) + sz - nw) + 999) DIV 1000);
+END IF;
+IF ok = 1 AND chg = 1 THEN
+  SET lg = CONCAT(COALESCE(lg, ''), REPEAT(UNHEX(LPAD(HEX(at_), 16, '0')), cost));
+  SET rem = L - n - cost, rst = ((at_ + sz) + 999) DIV 1000;
+ELSE
+  SET rem = GREATEST(0, L - n), rst = IF(n > 0, ((CAST(CONV(HEX(SUBSTRING(lg, 8 * (n - 1) + 1, 8)), 16, 10) AS SIGNED) + sz) + 999) DIV 1000, ((nw) + 999) DIV 1000);
+END IF;
+END;
+  IF ok = 1 AND bu = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
+  END IF;
+  IF chg = 1 AND bm > 0 THEN
+    SET bu = nw + bm * 1000;
+    INSERT INTO `floodgate` (k, kind, n1, n2, n3, entries, expires_us) VALUES (CONCAT(bs, ':b'), 'b', bu, 0, 0, NULL, bu)
+  ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
+UPDATE `floodgate` SET entries = IF(kind = 'l', entries, NULL), n1 = IF(kind = 'l', 0, n1) WHERE k = bs AND ((kind IN ('t', 'f', 's') AND entries = '') OR (kind = 'l' AND n1 = 1));
+  END IF;
+  IF sw > 0 THEN
+  BEGIN
+    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DELETE FROM `floodgate` WHERE expires_us < nw - 60000000 LIMIT sw;
+  END;
+END IF;
+  SELECT CONCAT(bu, ',', nw, ',0,', ok, ',', rem, ',', rst, ',', rty) AS r;
+END;
 END$$
 
 DELIMITER ;

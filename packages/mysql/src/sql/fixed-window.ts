@@ -1,4 +1,4 @@
-import { ceilMs, settleByDifference, type SqlKind } from "./expr.ts";
+import { ceilMs, counterUpsert, settleByDifference, type SqlKind } from "./expr.ts";
 
 /**
  * Whether the stored window `a` is the current one (a window older than the stored one counts as
@@ -32,7 +32,7 @@ END IF;
 END;
 `,
   // The window charged (@fg_n1) and its count after the charge (@fg_n2).
-  upsert: {
+  upsert: counterUpsert({
     pre: [
       "@fg_a := IF(kind = 'f', n1, 0)",
       "@fg_b := IF(kind = 'f', n2, 0)",
@@ -45,7 +45,7 @@ END;
     ],
     insert: ["nw DIV (pr * 1000)", "cost", "0", "(nw DIV (pr * 1000) + 1) * pr * 1000"],
     admitted: ["L - @fg_n2", ceilMs("@fg_nx"), "@fg_n1"],
-  },
+  }),
   refund: `IF ${CURRENT} AND (mk IS NULL OR a = mk) THEN SET b = GREATEST(0, b - cost); END IF;
 SET nx = (a + 1) * pr * 1000;
 `,

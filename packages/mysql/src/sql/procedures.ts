@@ -1,7 +1,7 @@
 import { applyAll, BEGIN_WRITE, DECLARE, forEachPolicy, SET_ARGS, SWEEP } from "./common.ts";
 import { nth } from "./expr.ts";
 import type { Names } from "./kernel.ts";
-import { UNBLOCKED_KINDS } from "./expr.ts";
+import { MARKED, UNMARK } from "./expr.ts";
 
 /*
  * The procedures a store calls, one CALL per operation (lease.ts has the lease's).
@@ -24,7 +24,7 @@ const BLOCK_KEY = "CONCAT(bs, ':b')";
 export const writeBlock = (n: Names): string =>
   `INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us) VALUES (${BLOCK_KEY}, 'b', bu, 0, 0, NULL, bu)
   ON DUPLICATE KEY UPDATE kind = 'b', n1 = bu, n2 = 0, n3 = 0, entries = NULL, expires_us = bu;
-UPDATE ${n.table} SET entries = NULL WHERE k = bs AND kind IN (${UNBLOCKED_KINDS}) AND entries = '';
+UPDATE ${n.table} SET ${UNMARK} WHERE k = bs AND ${MARKED};
 `;
 
 export function publicProcedures(n: Names): string[] {

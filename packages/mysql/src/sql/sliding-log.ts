@@ -1,4 +1,5 @@
 import { ceilMs, enc, entries, entry, settleByDifference, type SqlKind } from "./expr.ts";
+import { LOG_UPSERT } from "./log-upsert.ts";
 
 /*
  * Sliding log, as algorithms/sliding-log.ts: `lg` holds one 8-byte µs timestamp per admitted
@@ -82,4 +83,5 @@ export const SLIDING_LOG_SQL: SqlKind = {
   apply: logApply("cost"),
   refund: logRefund("cost"),
   settle: settleByDifference(logRefund("cost"), OVERCHARGE),
+  upsert: LOG_UPSERT,
 };

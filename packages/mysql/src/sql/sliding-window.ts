@@ -1,4 +1,4 @@
-import { cdiv, settleByDifference, type SqlKind } from "./expr.ts";
+import { cdiv, counterUpsert, settleByDifference, type SqlKind } from "./expr.ts";
 
 /** The budget of the window `@fg_n1` whose previous count is `@fg_n3`: the limit less the previous window's overlap (× pr). */
 const BUDGET = "L * pr - @fg_n3 * (pr - (GREATEST(0, nw - @fg_n1 * pr * 1000) DIV 1000))";
@@ -53,7 +53,7 @@ END IF;
 END;
 `,
   // The window charged (@fg_n1), its count after the charge (@fg_n2), the previous one's (@fg_n3).
-  upsert: {
+  upsert: counterUpsert({
     pre: [
       "@fg_a := IF(kind = 's', n1, 0)",
       "@fg_b := IF(kind = 's', n2, 0)",
@@ -66,7 +66,7 @@ END;
     ],
     insert: ["nw DIV (pr * 1000)", "cost", "0", "(nw DIV (pr * 1000) + 2) * pr * 1000"],
     admitted: [`GREATEST(0, ${BUDGET} - @fg_n2 * pr) DIV pr`, "(@fg_n1 + 2) * pr", "@fg_n1"],
-  },
+  }),
   // Into the mark: the stored window's own count, or its previous count one window later;
   // without one, into the current state (the current count first).
   refund: `IF mk IS NOT NULL THEN

@@ -1,4 +1,4 @@
-import { ceilMs, settleByDifference, type SqlKind } from "./expr.ts";
+import { ceilMs, counterUpsert, settleByDifference, type SqlKind } from "./expr.ts";
 
 /** Most µs a bucket's arrival time runs ahead of now (the TypeScript's MAX_BUCKET_US). */
 const MAX_BUCKET_US = 2_251_799_813_685_248;
@@ -36,7 +36,7 @@ END;
   // The arrival time after the charge (@fg_n1), the row's other numbers kept. The row's expiry,
   // when the bucket is full again, is rounded up to the next whole minute: a bucket charged again
   // and again rewrites its entry of the expiry index once a minute, not at every charge.
-  upsert: {
+  upsert: counterUpsert({
     pre: [
       "@fg_a := IF(kind = 't', n1, 0)",
       "@fg_b := IF(kind = 't', n2, 0)",
@@ -49,7 +49,7 @@ END;
     ],
     insert: ["nw + cost * pr", "0", "0", wholeMinute("nw + cost * pr")],
     admitted: ["(L * pr - (@fg_n1 - nw)) DIV pr", ceilMs("@fg_n1"), "@fg_n1"],
-  },
+  }),
   refund: REFUND,
   settle: settleByDifference(
     REFUND,

@@ -1,4 +1,4 @@
-import { SERVER_NOW, type SqlKind, type UpsertKind } from "./expr.ts";
+import { MARKED, SERVER_NOW, type SqlKind, UNMARK, type UpsertKind } from "./expr.ts";
 import type { Names } from "./kernel.ts";
 import { SWEEP_GRACE_US } from "./common.ts";
 import { writeBlock } from "./procedures.ts";
@@ -13,9 +13,10 @@ import { writeBlock } from "./procedures.ts";
  * checks that it denies too), then writes the key's block when the policy has one.
  *
  * The key's block lives in a row of its own (`<key>:b`), which every procedure reads. So that a
- * decision need not read it, the policy's row carries a mark, an empty `entries` (a column these
- * kinds do not use), meaning "no block since this row was charged": every procedure that blocks a
- * key takes the mark off its first row (procedures.ts, writeBlock) after writing the block row.
+ * decision need not read it, the policy's row carries a mark (expr.ts, MARKED: an empty `entries`
+ * for the counters, `n1 = 1` for the log, what their state does not use), meaning "no block since
+ * this row was charged": every procedure that blocks a key takes the mark off its first row
+ * (procedures.ts, writeBlock) after writing the block row.
  * The fast path is one UPDATE of the row of this kind that carries the mark. Without one (a new
  * key, a row written by another procedure, a block written since), the block row is read, then
  * the upsert charges and marks the row, then the block row is read again: a block written
@@ -32,18 +33,17 @@ const blockRead = (n: Names): string =>
  * The update of the row's columns: state and decision in the first assignment, then the columns.
  * The variables are assigned as the arguments of one CONCAT_WS, which evaluates them in order and
  * cannot be folded away (an `(@v := x) IS NULL` of a NOT NULL `x` is folded to false unevaluated).
+ * The assignments run left to right, each reading the columns assigned before it: every read of
+ * the old row is in the first.
  */
-const assignments = (code: string, u: UpsertKind): string =>
+const assignments = (code: string, u: Pick<UpsertKind, "pre" | "columns">): string =>
   `kind = IF(LENGTH(CONCAT_WS(',', ${u.pre.map((p) => `(${p})`).join(", ")})) > 0 AND @fg_ok, '${code}', kind),
-    n1 = IF(@fg_ok, @fg_n1, n1), n2 = IF(@fg_ok, @fg_n2, n2), n3 = IF(@fg_ok, @fg_n3, n3),
-    entries = IF(@fg_ok, '', entries), expires_us = IF(@fg_ok, @fg_nx, expires_us)`;
+    ${u.columns}`;
 
 /** The upsert: a new row's VALUES set the variables as admitted (a cost within the limit fits a new key). */
 const upsertStatement = (n: Names, code: string, u: UpsertKind): string =>
   `INSERT INTO ${n.table} (k, kind, n1, n2, n3, entries, expires_us)
-  VALUES (bs, '${code}', @fg_n1 := ${u.insert[0]}, @fg_n2 := ${u.insert[1]}, @fg_n3 := ${u.insert[2]}, IF(@fg_ok := 1, '', ''), @fg_nx := ${
-    u.insert[3]
-  })
+  VALUES (bs, '${code}', ${u.insert.join(", ")})
   ON DUPLICATE KEY UPDATE
     ${assignments(code, u)};
 `;
@@ -59,23 +59,26 @@ const SWEEP = (n: Names): string =>
 END IF;
 `;
 
-/** The body of `consume_<code>` for a kind with an upsert: same arguments and answer as the transactional one. */
-export const upsertBody = (n: Names, kind: SqlKind & { upsert: UpsertKind }): string =>
+/**
+ * The body of `consume_<code>`: same answer as the general consume. `decide`, for a kind whose
+ * statements can leave the decision open (`undecided`), decides in a transaction and answers.
+ */
+export const upsertBody = (n: Names, kind: SqlKind & { upsert: UpsertKind }, decide = ""): string =>
   `proc: BEGIN
 DECLARE nw BIGINT DEFAULT COALESCE(tm, ${SERVER_NOW});
 DECLARE bu BIGINT DEFAULT 0;
 IF cost <= L THEN
   -- An UPDATE of one row by its whole primary key locks that record only, at any isolation level.
-  SET @fg_ok = NULL;
-  UPDATE ${n.table} SET ${assignments(kind.code, kind.upsert)}
-    WHERE k = bs AND kind = '${kind.code}' AND entries = '';
-  IF @fg_ok IS NULL THEN
+  SET @fg_ok = NULL${kind.upsert.init};
+  UPDATE ${n.table} SET ${assignments(kind.code, kind.upsert.fast ?? kind.upsert)}
+    WHERE k = bs AND kind = '${kind.code}' AND ${kind.upsert.marked};
+  IF ${kind.upsert.matched} IS NULL THEN
     SELECT ${blockRead(n)} INTO bu;
     IF bu = 0 THEN
       -- Read committed: at REPEATABLE READ a missing row's duplicate check would lock its gap.
       SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
       ${upsertStatement(n, kind.code, kind.upsert)}      IF @fg_ok AND ${blockRead(n)} > 0 THEN
-        UPDATE ${n.table} SET entries = NULL WHERE k = bs AND kind = '${kind.code}' AND entries = '';
+        UPDATE ${n.table} SET ${UNMARK} WHERE k = bs AND ${MARKED};
       END IF;
     END IF;
   END IF;
@@ -87,7 +90,14 @@ IF cost <= L THEN
   }) AS r;
     LEAVE proc;
   END IF;
-ELSE
+${
+    kind.upsert.undecided
+      ? `  IF bu = 0 AND @fg_ok IS NULL THEN
+${decide}    LEAVE proc;
+  END IF;
+`
+      : ""
+  }ELSE
   SELECT ${blockRead(n)} INTO bu;
 END IF;
 BEGIN
@@ -95,11 +105,11 @@ BEGIN
   DECLARE chg INT DEFAULT IF(bu > 0, 0, 1);
   DECLARE a, b, c, rem, rst, rty, nx BIGINT DEFAULT 0;
   DECLARE tk CHAR(1);
+  DECLARE lg LONGBLOB;
   IF bu = 0 AND cost <= L THEN
-    SET a = @fg_a, b = @fg_b, c = @fg_c;
-  ELSE
-    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3) INTO tk, a, b, c FROM ${n.table} s WHERE s.k = bs;
-    IF tk IS NULL OR tk <> '${kind.code}' THEN SET a = 0, b = 0, c = 0; END IF;
+    ${kind.upsert.restore}  ELSE
+    SELECT MAX(s.kind), MAX(s.n1), MAX(s.n2), MAX(s.n3), MAX(s.entries) INTO tk, a, b, c, lg FROM ${n.table} s WHERE s.k = bs;
+    IF tk IS NULL OR tk <> '${kind.code}' THEN SET a = 0, b = 0, c = 0, lg = NULL; END IF;
   END IF;
 ${kind.apply}  IF ok = 1 AND bu = 0 THEN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'floodgate: the statement and the apply fragment disagree';
