@@ -11,8 +11,7 @@ describe("RateLimit-Policy of a concurrency policy", () => {
     const policies = [concurrency({ limit: 2, timeout: "2m" }), tokenBucket({ capacity: 10, refillRate: 1, name: "tb" })];
     const limiter = createRateLimiter({ policy: policies });
     const r = await limiter.reserve("k");
-    const out: string[] = [];
-    createHeaderWriter(["draft-11"], policies, "epoch")!(r.decision, Date.now(), out);
+    const out = createHeaderWriter(["draft-11"], policies, "epoch")!(r.decision, Date.now());
     const headers = Object.fromEntries(out.flatMap((v, i) => (i % 2 === 0 ? [[v, out[i + 1]]] : [])));
     expect(headers["RateLimit-Policy"]).toBe('"2-concurrent";q=2;qu="concurrent-requests", "tb";q=10;w=10');
     expect(headers["RateLimit"]).toMatch(/^"2-concurrent";r=1;t=\d+, "tb";r=9;t=\d+$/);

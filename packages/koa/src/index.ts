@@ -5,14 +5,17 @@
  */
 import {
   createHttpRateLimiter,
+  followDecision,
   type HttpRateLimitOptions,
   leftBeforeDecision,
-  NodeExchange,
+  NodeExchangeBase,
   rateLimitError,
   type RateLimitHandle,
   type RateLimitInfo,
+  type RateLimitResult,
   type RequestAccess,
   setNodeHeaders,
+  setNodeResponseHeaders,
   targetPath,
   Warnings,
   withHandle,
@@ -89,47 +92,53 @@ export function rateLimit<State = DefaultState, Custom = DefaultContext>(
   const throwing = options.throw === true;
   const userTrust = options?.trustProxy !== undefined;
   const warnings = new Warnings(options.warnings, options.logger ?? console);
+  /** The rest of the middleware once decided: answers, or sets the headers and runs the handler. */
+  const decided = (ctx: Context, next: Next, result: RateLimitResult | undefined, watched?: NodeExchangeBase): Promise<void> => {
+    if (result === undefined) return next();
+    const exchange = followDecision(ctx.res, result, watched);
+    // The client left: what the request holds is back, and the downstream middleware does not run.
+    if (exchange === false) return Promise.resolve();
+    ctx.state.rateLimit = result.info;
+    if (!result.allowed) {
+      const limited = result.response!;
+      if (throwing) {
+        const error = rateLimitError(result, options.message);
+        for (const name in error.headers) ctx.set(name, error.headers[name]!);
+        // Koa's default error handler clears the response's headers, then sets `err.headers`.
+        ctx.throw(error.status, error.message, { headers: error.headers, rateLimit: error.rateLimit });
+      }
+      ctx.status = limited.status;
+      setNodeHeaders(limited.headers, (name, value) => ctx.set(name, value));
+      // A null body would make Koa answer 204: an empty one keeps the status, without a type of its own.
+      const typed = ctx.res.hasHeader("Content-Type");
+      ctx.body = limited.body ?? "";
+      if (!typed) ctx.remove("Content-Type");
+      return Promise.resolve();
+    }
+    // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
+    setNodeResponseHeaders(ctx.res, result.headers);
+    // Nothing to settle: nothing to follow either. Else settled at the later of the downstream
+    // middleware's end and the response's close: a concurrency unit is held while the handler
+    // runs, even after its client has gone.
+    return exchange === undefined ? next() : exchange.around(next, () => ({ body: ctx.body }));
+  };
   return withHandle(
-    async function floodgateRateLimit(ctx: ParameterizedContext<State & RateLimitState, Custom>, next: Next): Promise<void> {
+    // Not `async`: a decision made at once (the memory store) goes on in the same turn, with
+    // `next()`'s promise as the middleware's, and no promise of its own to make and resolve.
+    // What it throws, Koa's dispatch makes a rejection (as it does for any middleware).
+    function floodgateRateLimit(ctx: ParameterizedContext<State & RateLimitState, Custom>, next: Next): Promise<void> {
       // With no trustProxy option, Koa's own `app.proxy` setting decides (through `ctx.ip`).
       const appTrust = !userTrust && ctx.app.proxy;
       // With no `maxIpsCount`, `ctx.ip` is the header's first entry, whatever the client wrote: `trustProxy: true`.
       if (appTrust && !(ctx.app.maxIpsCount > 0)) warnings.emit("trustProxyTrue", "app.proxy is true with no app.maxIpsCount");
       const peer = appTrust ? ctx.ip : ctx.req.socket.remoteAddress;
-      if (leftBeforeDecision(peer, ctx.req.socket)) return;
-      // Watching the response's close from now on: a client that leaves while the store decides is seen.
-      const exchange = new NodeExchange(ctx.res);
+      if (leftBeforeDecision(peer, ctx.req.socket)) return Promise.resolve();
       // Decided without a promise when the store and callbacks answer at once (the memory store).
-      const decided = limiter.decide(ctx as unknown as Context, peer, appTrust);
-      const result = decided instanceof Promise ? await decided : decided;
-      if (result === undefined) return next();
-      // The client left meanwhile: what the request holds is back, and the downstream middleware does not run.
-      if (!exchange.start(result)) return;
-      ctx.state.rateLimit = result.info;
-      if (!result.allowed) {
-        const limited = result.response!;
-        if (throwing) {
-          const error = rateLimitError(result, options.message);
-          for (const name in error.headers) ctx.set(name, error.headers[name]!);
-          // Koa's default error handler clears the response's headers, then sets `err.headers`.
-          ctx.throw(error.status, error.message, { headers: error.headers, rateLimit: error.rateLimit });
-        }
-        ctx.status = limited.status;
-        setNodeHeaders(limited.headers, (name, value) => ctx.set(name, value));
-        // A null body would make Koa answer 204: an empty one keeps the status, without a type of its own.
-        const typed = ctx.res.hasHeader("Content-Type");
-        ctx.body = limited.body ?? "";
-        if (!typed) ctx.remove("Content-Type");
-        return;
-      }
-      // Straight to Node's response: `ctx.set` would add Koa's checks and coercions to each header.
-      const res = ctx.res;
-      setNodeHeaders(result.headers, (name, value) => res.setHeader(name, value));
-      // Nothing to settle: nothing to follow either.
-      if (!result.settles) return next();
-      // Settled at the later of the downstream middleware's end and the response's close: a
-      // concurrency unit is held while the handler runs, even after its client has gone.
-      await exchange.around(next, () => ({ body: ctx.body }));
+      const result = limiter.decide(ctx as unknown as Context, peer, appTrust);
+      if (!(result instanceof Promise)) return decided(ctx as unknown as Context, next, result);
+      // Else the response's close is watched from now on: a client that leaves while the store decides is seen.
+      const watched = new NodeExchangeBase(ctx.res);
+      return result.then((later) => decided(ctx as unknown as Context, next, later, watched));
     },
     limiter,
   );

@@ -85,8 +85,11 @@ export type HeaderFormat = "legacy" | "draft-6" | "draft-7" | "draft-11";
 /** The default: legacy headers plus the current IETF draft. */
 export const DEFAULT_HEADER_FORMATS: readonly HeaderFormat[] = ["legacy", "draft-11"];
 
-/** Writes the rate-limit headers of one decision as flat `[name, value, name, value, ...]` pairs. */
-export type HeaderWriter = (decision: Decision, nowMs: number, out: string[]) => void;
+/** The rate-limit headers of one decision as flat `[name, value, name, value, ...]` pairs, in a new array. */
+export type HeaderWriter = (decision: Decision, nowMs: number) => string[];
+
+/** Appends one format's headers of a decision to `out`. */
+type FormatWriter = (decision: Decision, nowMs: number, out: string[]) => void;
 
 /** The figures the single-policy headers (legacy, draft-6, draft-7) and `info.remaining` report. */
 export type ReportedFigures = Pick<Decision, "limit" | "remaining" | "resetAt" | "policy">;
@@ -200,7 +203,30 @@ export function createHeaderWriter(
   const ietfPolicy = (d: Decision): string => ietfConstant ?? d.policies.map((p, i) => ietf[i]!(p.resetAt)).join(", ");
   const ietfPrefix = policies.map((p) => `"${p.name}";${REMAINING}=`);
   const single = policies.length === 1;
-  const writers: HeaderWriter[] = [];
+  // A denied policy's `t` is when it admits again, so Retry-After never points earlier than it.
+  const resetOf = (resetAt: number, retryAfterMs: number, now: number): number =>
+    retryAfterMs > 0 && retryAfterMs !== Infinity ? Math.ceil(retryAfterMs / 1000) : secondsUntil(resetAt, now);
+  if (single && legacyReset === "epoch" && formats === DEFAULT_HEADER_FORMATS) {
+    // The default, one policy: its figures are the decision's, written in one array made at its
+    // size, the remaining units made into text once for both headers.
+    const prefix = ietfPrefix[0]!;
+    return (d, now) => {
+      const remaining = `${d.remaining}`;
+      return [
+        LEGACY_LIMIT,
+        limitText(d),
+        LEGACY_REMAINING,
+        remaining,
+        LEGACY_RESET,
+        epochOf(d.resetAt),
+        RATE_LIMIT_POLICY,
+        ietfPolicy(d),
+        RATE_LIMIT,
+        `${prefix}${remaining};${RESET}=${resetOf(d.resetAt, d.retryAfterMs, now)}`,
+      ];
+    };
+  }
+  const writers: FormatWriter[] = [];
   for (const format of formats) {
     if (format === "legacy") {
       writers.push(
@@ -239,11 +265,8 @@ export function createHeaderWriter(
         );
       });
     } else {
-      // A denied policy's `t` is when it admits again, so Retry-After never points earlier than it.
       const entry = (i: number, remaining: number, resetAt: number, retryAfterMs: number, now: number): string =>
-        `${ietfPrefix[i]}${remaining};${RESET}=${
-          retryAfterMs > 0 && retryAfterMs !== Infinity ? Math.ceil(retryAfterMs / 1000) : secondsUntil(resetAt, now)
-        }`;
+        `${ietfPrefix[i]}${remaining};${RESET}=${resetOf(resetAt, retryAfterMs, now)}`;
       writers.push(
         single
           ? (d, now, out) => {
@@ -261,8 +284,9 @@ export function createHeaderWriter(
       );
     }
   }
-  if (writers.length === 1) return writers[0];
-  return (d, now, out) => {
+  return (d, now) => {
+    const out: string[] = [];
     for (const w of writers) w(d, now, out);
+    return out;
   };
 }

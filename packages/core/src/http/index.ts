@@ -30,6 +30,7 @@ export { getRateLimit, settleAfterBody, toFetchResponse, withHeaders } from "./f
 export { ipKey, type IpKeyOptions } from "./ip-key.ts";
 export { handOffPending } from "./wait-until.ts";
 export {
+  followDecision,
   HANDLER_THREW,
   leftBeforeDecision,
   type NodeEndable,
@@ -39,6 +40,7 @@ export {
   type NodeSocketLike,
   setHeaders,
   setNodeHeaders,
+  setNodeResponseHeaders,
   settleOnClose,
 } from "./node-response.ts";
 export { targetPath } from "./routes.ts";

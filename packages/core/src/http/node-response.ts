@@ -71,6 +71,18 @@ export function setNodeHeaders(pairs: readonly string[], set: (name: string, val
   }
 }
 
+/**
+ * {@link setNodeHeaders} straight onto a Node response (`res.setHeader` for each pair), without a
+ * function made per request to set them.
+ */
+export function setNodeResponseHeaders(res: { setHeader(name: string, value: string): unknown }, pairs: readonly string[]): void {
+  for (let i = 0; i < pairs.length; i += 2) {
+    const name = pairs[i]!;
+    if (names[i] !== name) lowerNames[i] = NODE_HEADER_NAMES.get(names[i] = name) ?? name;
+    res.setHeader(lowerNames[i]!, pairs[i + 1]!);
+  }
+}
+
 /** By place in the pairs, the last name {@link setNodeHeaders} set, and the form it set it in. */
 const names: string[] = [];
 const lowerNames: string[] = [];
@@ -195,6 +207,30 @@ export class NodeExchangeBase {
     else if (this.#bodyFailed) result.settle(0);
     else result.settle(this.#status, this.#status === 0 ? undefined : this.res);
   }
+}
+
+/**
+ * Hands a decision to the exchange that follows its request, `exchange` when one was made before
+ * the decision (see {@link NodeExchangeBase}), else made now: for a decision made without a
+ * promise, in the turn the middleware started, when no close could have come meanwhile. Returns
+ * `false` when the client has gone (what the request holds is given back; the adapter must
+ * neither run the handler nor answer); `undefined` when it goes on with nothing to settle at its
+ * end, which no exchange then follows (none is made for it); else the exchange, whose
+ * {@link NodeExchangeBase.around} runs the handler.
+ */
+export function followDecision(
+  res: NodeResponseLike,
+  result: RateLimitResult,
+  exchange?: NodeExchangeBase,
+): NodeExchangeBase | false | undefined {
+  if (exchange === undefined && !result.settles) {
+    if (res.destroyed !== true) return undefined;
+    result.abandon();
+    return false;
+  }
+  const followed = exchange ?? new NodeExchangeBase(res);
+  if (!followed.start(result)) return false;
+  return result.settles ? followed : undefined;
 }
 
 /**

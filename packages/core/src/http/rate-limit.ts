@@ -3,7 +3,7 @@ import { memoryStore } from "../stores/memory-store.ts";
 import { isThenable } from "../stores/store.ts";
 import { createClientIpResolver } from "./client-ip.ts";
 import { createHandle, type RateLimitHandle } from "./handle.ts";
-import { RETRY_AFTER } from "./headers.ts";
+import { concluding } from "./conclude.ts";
 import { hookCaller } from "./hooks.ts";
 import { formatIp, groupIp, inRange, type IpRange, type ParsedIp, parseIp, parseRange } from "./ip.ts";
 import { called, fitKey } from "./keys.ts";
@@ -18,12 +18,11 @@ import {
 } from "./options.ts";
 import { watchCreation } from "./per-request.ts";
 import type { SkipReason } from "./info.ts";
-import { createResponder, limitedRetryAfter, type PreparedResponse, REFUSED_RESPONSE } from "./response.ts";
-import { RateLimitResult, type RequestEnd, RequestRateLimitInfo, RequestView } from "./result.ts";
-import { compileRules } from "./rules.ts";
-import { reservationEnd } from "./settlement.ts";
+import { createResponder, REFUSED_RESPONSE } from "./response.ts";
+import { RateLimitResult, RequestRateLimitInfo, RequestView } from "./result.ts";
+import { type CompiledRule, compileRules, type RuleLimiter } from "./rules.ts";
 import { runSteps, type Steps } from "./steps.ts";
-import { resilientStores, storeErrorHandling, type StoreOutcome } from "./store-errors.ts";
+import { resilientStores, storeErrorHandling } from "./store-errors.ts";
 import { Warnings } from "./warnings.ts";
 
 export { fitKey } from "./keys.ts";
@@ -48,6 +47,9 @@ export interface HttpRateLimiter<Raw> extends RateLimitHandle {
    */
   decide(raw: Raw, peerIp: string | undefined, ipResolved?: boolean): RateLimitResult | undefined | Promise<RateLimitResult | undefined>;
 }
+
+/** A decision: the result (`undefined`: not limited at all), or a promise of it. */
+type Decided = RateLimitResult | undefined | Promise<RateLimitResult | undefined>;
 
 /** Requests looked up for the double-count warning: a double mount shows on every request, so the first ones tell. */
 const DOUBLE_COUNT_WATCH = 1000;
@@ -157,10 +159,17 @@ export function createHttpRateLimiter<Raw>(
 
   /** The client address, through trusted proxies only, and what is wrong with it, warned once. */
   let forwardedWatched = 0;
+  // The socket's address alone names the client (no proxy to trust), or the framework resolved it:
+  // the client is the address parsed, and the last one parsed is kept. Consecutive requests often
+  // come from one address (a keep-alive connection, a proxy in front), read as the same string.
+  const fromPeerOnly = trustProxy === false || trustProxy === 0;
+  let lastPeer: string | undefined;
+  let lastClient: ParsedIp | undefined;
   const clientOf = (raw: Raw, peerIp: string | undefined, ipResolved: boolean): ParsedIp | undefined => {
     let client: ParsedIp | undefined;
     let invalidIp: string | undefined;
-    if (ipResolved) {
+    if (peerIp === lastPeer && peerIp !== undefined && (ipResolved || fromPeerOnly)) client = lastClient;
+    else if (ipResolved) {
       client = peerIp === undefined ? undefined : parseIp(peerIp);
       if (client === undefined) invalidIp = peerIp;
     } else {
@@ -170,6 +179,10 @@ export function createHttpRateLimiter<Raw>(
     }
     if (invalidIp !== undefined) warnings.emit("invalidIp", `received ${describeValue(invalidIp)}`);
     if (client === undefined) warnings.emit("noClientIp");
+    else if (peerIp !== undefined && (ipResolved || fromPeerOnly)) {
+      lastPeer = peerIp;
+      lastClient = client;
+    }
     if (trustProxy === false && !ipResolved && forwardedWatched < FORWARDED_WATCH && warnings.pending("forwardedHeaderIgnored")) {
       forwardedWatched++;
       if (access.header(raw, "x-forwarded-for") !== undefined || access.header(raw, "forwarded") !== undefined) {
@@ -189,8 +202,21 @@ export function createHttpRateLimiter<Raw>(
     work.then(done, done);
   };
 
-  // The decision's steps: each `yield` waits for a promise, as `await` would (see steps.ts).
-  function* steps(raw: Raw, peerIp: string | undefined, ipResolved: boolean): Steps<RateLimitResult | undefined> {
+  const conclude = concluding(o, callHook, track, refundWhen, respond, warnings);
+  const ruleFor = (raw: Raw, method: string, path: string) =>
+    rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
+  const keyLists = denyKeys.size + allowKeys.size > 0;
+  const keyOfClient = (client: ParsedIp | undefined): string => client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet);
+  const allowedIp = (client: ParsedIp | undefined): boolean => {
+    if (client !== undefined) { for (const range of allowIps) if (inRange(client, range)) return true; }
+    return false;
+  };
+
+  // A decision reads the request's facts, then, when no callback of the options may have to be
+  // waited for before the store (no `skip`, one limiter, no key function, a fixed cost: the
+  // usual case), charges in the same call; else its steps are a generator, each `yield` waiting
+  // for a promise as `await` would (see steps.ts). Either goes on in `charge` and `conclude`.
+  const decide = (raw: Raw, peerIp: string | undefined, ipResolved = false): Decided => {
     if (firstDecision !== undefined) {
       firstDecision();
       firstDecision = undefined;
@@ -207,12 +233,28 @@ export function createHttpRateLimiter<Raw>(
         if (inRange(client, range)) return refuse(req, groupIp(client, ipv6Subnet), rules.match(method, path)?.name ?? "default");
       }
     }
+    if (o.skip !== undefined) return slowly(raw, req, client);
+    if (allowedIp(client)) return notCounted(req, "allowList");
+    const rule = ruleFor(raw, method, path);
+    if (rule === undefined) return notCounted(req, "noRule");
+    const counted = rule.single;
+    return counted === undefined || (rule.key ?? o.key) !== undefined || typeof rule.cost !== "number" || keyLists
+      ? slowly(raw, req, client)
+      : charge(raw, req, rule, counted, keyOfClient(client), undefined, rule.cost);
+  };
+
+  // A promise a generator's step resolves to, or its value is, is flattened as `await` would: a decision still.
+  const slowly = (raw: Raw, req: RequestView<Raw>, client: ParsedIp | undefined): Decided => runSteps(steps(raw, req, client)) as Decided;
+
+  // From the `skip` callback on, for options with callbacks (the allow list and the rule are
+  // looked up again: the same answer, from the same facts).
+  function* steps(raw: Raw, req: RequestView<Raw>, client: ParsedIp | undefined): Steps<Decided> {
     if (o.skip !== undefined) {
       const skipped = o.skip(req);
       if (isThenable(skipped) ? yield skipped : skipped) return notCounted(req, "skip");
     }
-    if (client !== undefined) { for (const range of allowIps) if (inRange(client, range)) return notCounted(req, "allowList"); }
-    const rule = rules.routed ? rules.match(method, path, caseSensitiveFor(raw)) : rules.match(method, path);
+    if (allowedIp(client)) return notCounted(req, "allowList");
+    const rule = ruleFor(raw, req.method, req.path);
     if (rule === undefined) return notCounted(req, "noRule");
 
     let counted = rule.single;
@@ -226,14 +268,25 @@ export function createHttpRateLimiter<Raw>(
     const keyFunction = rule.key ?? o.key;
     const returnedKey = keyFunction === undefined ? undefined : called("key", keyFunction, req);
     const givenKey = (isThenable(returnedKey) ? yield returnedKey : returnedKey) as Awaited<typeof returnedKey>;
-    const key = givenKey === undefined || givenKey === ""
-      ? (client === undefined ? UNKNOWN_CLIENT_KEY : groupIp(client, ipv6Subnet))
-      : fitKey(givenKey);
+    const key = givenKey === undefined || givenKey === "" ? keyOfClient(client) : fitKey(givenKey);
     if (denyKeys.size !== 0 && denyKeys.has(key)) return refuse(req, key, rule.name);
     if (allowKeys.size !== 0 && allowKeys.has(key)) return notCounted(req, "allowList");
 
     const returnedCost = typeof rule.cost === "number" ? rule.cost : called("cost", rule.cost, req);
     const cost = (isThenable(returnedCost) ? yield returnedCost : returnedCost) as Awaited<typeof returnedCost>;
+    return charge(raw, req, rule, counted, key, givenKey, cost);
+  }
+
+  /** Checks the cost (and the key a key function gave), then charges it: the result, or a promise of it. */
+  const charge = (
+    raw: Raw,
+    req: RequestView<Raw>,
+    rule: CompiledRule<Raw>,
+    counted: RuleLimiter,
+    key: string,
+    givenKey: unknown,
+    cost: unknown,
+  ): Decided => {
     // The limiter's own bound too, so the error names the cost function rather than contradicting itself.
     if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > Number.MAX_SAFE_INTEGER) {
       throw new FloodgateError(
@@ -262,62 +315,11 @@ export function createHttpRateLimiter<Raw>(
 
     const limiter = counted.limiter;
     const answer = counted.reserves ? limiter.reserve(key, cost, req) : limiter.consume(key, cost, req);
-    const outcome: StoreOutcome = (isThenable(answer) ? yield answer : answer) as StoreOutcome;
-    // Shadow mode, or outside the enforced fraction: decided and charged, never refused.
-    const enforced = rule.enforced === undefined || rule.enforced(key);
-    const info = new (counted.Info ?? RequestRateLimitInfo)(outcome, key, rule.name, cost, counted.figures, enforced);
-    const decision = outcome.decision;
-    // Leased mode: a lease refresh this decision started is work after the response too.
-    if (decision?.source === "lease") {
-      info.wait(decision.pending);
-      track(decision.pending);
-    }
-    const headers: string[] = [];
-    if (decision !== undefined && (enforced || rule.shadowHeaders)) counted.writeHeaders?.(decision, outcome.atMs, headers);
-    const retryAfter = info.allowed ? 0 : limitedRetryAfter(decision, counted.policies, limiter.openForMs(outcome.atMs), outcome.atMs);
-    if (!info.allowed) headers.push(RETRY_AFTER, `${retryAfter}`);
+    return isThenable(answer)
+      ? answer.then((outcome) => conclude(req, rule, counted, key, cost, outcome))
+      : conclude(req, rule, counted, key, cost, answer);
+  };
 
-    // What the end of the response does, known now: `pending` waits for it from here on.
-    const reservation = outcome.reservation;
-    const end: RequestEnd | undefined = reservation !== undefined
-      ? reservationEnd(
-        limiter,
-        { ...outcome, reservation },
-        info,
-        req,
-        rule.actual,
-        refundWhen && ((status) => refundWhen(req, status)),
-        warnings,
-        rule.settledCost,
-      )
-      : refundWhen !== undefined && decision !== undefined && decision.allowed
-      ? (status) => refundWhen(req, status) ? limiter.refund(outcome.source, key, cost, decision.charge) : undefined
-      : undefined;
-    const untilEnd = end === undefined ? undefined : info.untilEnd();
-    const ended = untilEnd && ((work: Promise<void> | void) => {
-      untilEnd(work);
-      if (work !== undefined) track(work);
-    });
-    // The hooks first: a custom handler that throws fails the request, not the metrics of a denial.
-    const decided = callHook("onDecision", o.onDecision, info, req);
-    if (isThenable(decided)) {
-      info.wait(decided);
-      track(decided);
-    }
-    let response: PreparedResponse | undefined;
-    if (!info.allowed) {
-      const limited = callHook("onLimited", o.onLimited, info, req);
-      if (isThenable(limited)) {
-        info.wait(limited);
-        track(limited);
-      }
-      const prepared = respond(req, info, headers, retryAfter);
-      response = (isThenable(prepared) ? yield prepared : prepared) as PreparedResponse;
-    }
-    return new RateLimitResult(info, headers, response, end, ended, reservation !== undefined);
-  }
-
-  const decide = (raw: Raw, peerIp: string | undefined, ipResolved = false) => runSteps(steps(raw, peerIp, ipResolved));
   return {
     ...createHandle(rules, started),
     decide,

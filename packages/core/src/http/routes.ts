@@ -36,11 +36,14 @@ const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
  * ignore) dropped. For adapters whose framework hands over the raw target.
  */
 export function targetPath(target: string): string {
-  // indexOf rather than a regex: this runs on every request.
-  let end = target.indexOf("?");
-  const hash = target.indexOf("#");
-  if (hash !== -1 && (end === -1 || hash < end)) end = hash;
-  const p = end === -1 ? target : target.slice(0, end);
+  // One pass to the first `?` or `#`, rather than a regex or two searches: this runs on every request.
+  let end = 0;
+  while (end < target.length) {
+    const c = target.charCodeAt(end);
+    if (c === 63 || c === 35) break;
+    end++;
+  }
+  const p = end === target.length ? target : target.slice(0, end);
   return p.charCodeAt(0) === 47 ? p : p.replace(ABSOLUTE_FORM, "");
 }
 

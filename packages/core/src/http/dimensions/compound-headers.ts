@@ -44,11 +44,11 @@ export function compoundHeaderWriter(
       ? `"${name}";${Q}=${policy.limit};${QU}="concurrent-requests"`
       : `"${name}";${Q}=${policy.limit};${W}=${Math.max(1, Math.ceil(policy.windowMs / 1000))}`
   ).join(", ");
-  return (decision: Decision, now: number, out: string[]): void => {
+  return (decision: Decision, now: number): string[] => {
     const compound = decision as unknown as { dimension: string; dimensions: Readonly<Record<string, DimensionDecision>> };
     const binding = compound.dimensions[compound.dimension]!;
-    own.get(binding.dimension)?.(binding as unknown as Decision, now, out);
-    if (!ietf) return;
+    const out = own.get(binding.dimension)?.(binding as unknown as Decision, now) ?? [];
+    if (!ietf) return out;
     let value = "";
     for (const item of items) {
       const p = compound.dimensions[item.dimension]!.policies[item.index]!;
@@ -57,5 +57,6 @@ export function compoundHeaderWriter(
       value += `${value === "" ? "" : ", "}"${item.name}";${R}=${p.remaining};${T}=${t}`;
     }
     out.push(RATE_LIMIT_POLICY, policyValue, RATE_LIMIT, value);
+    return out;
   };
 }
