@@ -4,7 +4,7 @@ import { FOREIGN_OPTIONS } from "../foreign-options.ts";
 import { checkLeasable } from "../leases/rules.ts";
 import { DEFAULT_LEASE_MS, type LeasedDecider, leasedDecider } from "../leases/decider.ts";
 import { memoryStore } from "../stores/memory-store.ts";
-import { isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "../stores/resilient-store.ts";
+import { CONSUME_MAPPED, isResilientStore, resilientStore, type ResilientStoreOptions, unwrapStore } from "../stores/resilient-store.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/resilience/options.ts";
 import { type Duration, DURATION_ACCEPTED, durationMs } from "../duration.ts";
 import { MAX_BLOCK_MS } from "../algorithms/window-options.ts";
@@ -46,6 +46,17 @@ import type {
  * limiter's operations over the store contract (decisions, refunds, blocks, reservations and,
  * in leased mode, the instance's side of leases).
  */
+
+/** A resilient store's consume whose asynchronous answer is made into the decision (see {@link CONSUME_MAPPED}). */
+interface ConsumeMapped {
+  [CONSUME_MAPPED](
+    set: PolicySet,
+    key: string,
+    cost: number,
+    nowMs: number,
+    map: (result: StoreResult, cost: number) => Decision,
+  ): StoreResult | Promise<Decision>;
+}
 
 /** One wrapper per store for limiters that keep the default resilience: the bound and breaker are per store. */
 const defaultResilient = new WeakMap<RateLimitStore, RateLimitStore>();
@@ -148,6 +159,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 
   const toDecision = (result: StoreResult, cost: number): Decision =>
     single !== undefined ? new SingleDecision(result, single, cost) : new MultiDecision(result, policies, cost);
+  const mapped = CONSUME_MAPPED in store ? store as unknown as ConsumeMapped : undefined;
+  const mapDecision = single !== undefined
+    ? (result: StoreResult, cost: number): Decision => singleDecision(result, single, cost)
+    : toDecision;
 
   /** Synchronous store answers become decisions at once; remote ones when they arrive. */
   const decide = (result: MaybePromise<StoreResult>, cost: number): Decision | Promise<Decision> =>
@@ -195,8 +210,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         checkKey(key);
         const cost = costOf(options);
         if (leased !== undefined) return Promise.resolve(leased.decide(key, cost));
-        const result = store.consume(set, key, cost, clock());
-        if (single === undefined || !Array.isArray(result)) return Promise.resolve(decide(result, cost));
+        let result: MaybePromise<StoreResult>;
+        if (mapped !== undefined) {
+          // The resilient store makes the decision as the store's answer arrives: no promise more.
+          const answer = mapped[CONSUME_MAPPED](set, key, cost, clock(), mapDecision);
+          if (!Array.isArray(answer)) return answer as Promise<Decision>;
+          result = answer as StoreResult;
+        } else {
+          result = store.consume(set, key, cost, clock());
+        }
+        if (!Array.isArray(result)) return Promise.resolve(decide(result, cost));
+        if (single === undefined) return Promise.resolve(toDecision(result, cost));
         // The decision is made here, not through `toDecision`, and resolved at once: the
         // optimizing compiler then sees its shape, knows it has no `then`, and fulfills the
         // promise without looking one up (see singleDecision).

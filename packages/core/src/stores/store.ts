@@ -33,6 +33,13 @@ export interface CallSignal {
 }
 
 /**
+ * Where a wrapper that reads the time as it sends a call (the resilient store, for the call's
+ * deadline) leaves that reading on the call's signal, in ms on `performance.now()`'s clock, so
+ * that a wrapper inside it (the deny cache) need not read the clock again. Internal to this package.
+ */
+export const SENT_AT: unique symbol = Symbol("floodgate.sentAt");
+
+/**
  * A store's answer: `[allowed, ...per policy (allowed, remaining, resetAt, retryAfterMs)]`,
  * `allowed` as 1 or 0, times in epoch ms, `retryAfterMs` -1 when the cost exceeds that
  * policy's limit; after a charged admission (never a denial or a peek), then one mark per

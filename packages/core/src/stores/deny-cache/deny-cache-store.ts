@@ -10,6 +10,7 @@ import {
   type MaybePromise,
   type PolicySet,
   type RateLimitStore,
+  SENT_AT,
   type StoreResult,
 } from "../store.ts";
 import { DenyCache } from "./denials.ts";
@@ -63,14 +64,16 @@ const idOf = (set: PolicySet, key: string): string => `${set.prefix}{${key}}`;
  * process was sent after the call.
  */
 class DenialNote implements CallSignal {
-  readonly #signal: CallSignal | undefined;
-  readonly #cache: DenyCache;
-  readonly #prepared: Prepared;
-  readonly #set: PolicySet;
-  readonly #key: string;
-  readonly #cost: number;
-  readonly #sentAt: number;
-  readonly #generation: number;
+  // Public fields set in the constructor, not private ones: one is made per call, and a class
+  // with private fields runs an initializer for them on every construction.
+  declare readonly signal: CallSignal | undefined;
+  declare readonly cache: DenyCache;
+  declare readonly prepared: Prepared;
+  declare readonly set: PolicySet;
+  declare readonly key: string;
+  declare readonly cost: number;
+  declare readonly sentAt: number;
+  declare readonly generation: number;
 
   constructor(
     signal: CallSignal | undefined,
@@ -81,25 +84,25 @@ class DenialNote implements CallSignal {
     cost: number,
     sentAt: number,
   ) {
-    this.#signal = signal;
-    this.#cache = cache;
-    this.#prepared = prepared;
-    this.#set = set;
-    this.#key = key;
-    this.#cost = cost;
-    this.#sentAt = sentAt;
+    this.signal = signal;
+    this.cache = cache;
+    this.prepared = prepared;
+    this.set = set;
+    this.key = key;
+    this.cost = cost;
+    this.sentAt = sentAt;
     // A refund or reset sent while this call is in flight may run after it in the store.
-    this.#generation = cache.generation;
+    this.generation = cache.generation;
   }
 
   get aborted(): boolean {
-    return this.#signal?.aborted === true;
+    return this.signal?.aborted === true;
   }
 
   denied(result: StoreResult): void {
-    this.#signal?.denied?.(result);
-    if (this.#cache.generation === this.#generation) {
-      remember(this.#cache, this.#prepared, this.#set, this.#key, this.#cost, this.#sentAt, result);
+    this.signal?.denied?.(result);
+    if (this.cache.generation === this.generation) {
+      remember(this.cache, this.prepared, this.set, this.key, this.cost, this.sentAt, result);
     }
   }
 }
@@ -173,6 +176,8 @@ class DenyCacheStore implements DenyCachedStore {
   readonly inner: RateLimitStore;
   readonly #cache: DenyCache;
   readonly #sets = new WeakMap<PolicySet, Prepared>();
+  #lastSet: PolicySet | undefined = undefined;
+  #lastPrepared: Prepared | undefined = undefined;
   /** Whether the inner store tells of its denials itself; the wrapper then does too. */
   readonly notesDenials?: boolean;
   #nextId = 1;
@@ -192,10 +197,11 @@ class DenyCacheStore implements DenyCachedStore {
   }
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult> {
-    const prepared = this.#sets.get(set) ?? this.#prepare(set);
+    const prepared = this.#preparedOf(set);
     if (!prepared.cacheable) return this.inner.consume(set, key, cost, nowMs, signal);
     const cache = this.#cache;
-    const sentAt = this.ownsClock ? monotonic() : nowMs;
+    // The resilient store around this one has read the clock as it sent the call.
+    const sentAt = this.ownsClock ? ((signal as { [SENT_AT]?: number } | undefined)?.[SENT_AT] ?? monotonic()) : nowMs;
     if (cache.size > 0) {
       const hit = cache.check(idOf(set, key), prepared.id, cost, sentAt);
       if (hit !== undefined) {
@@ -242,7 +248,7 @@ class DenyCacheStore implements DenyCachedStore {
     signal?: CallSignal,
   ): MaybePromise<StoreResult> {
     const inner = this.inner;
-    const prepared = this.#sets.get(set) ?? this.#prepare(set);
+    const prepared = this.#preparedOf(set);
     if (!prepared.cacheable) return inner.reserve!(set, key, cost, nowMs, id, ttlMs, signal);
     const cache = this.#cache;
     const sentAt = this.ownsClock ? monotonic() : nowMs;
@@ -268,7 +274,7 @@ class DenyCacheStore implements DenyCachedStore {
    */
   lease(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, signal?: CallSignal): MaybePromise<StoreResult> {
     const inner = this.inner;
-    const prepared = this.#sets.get(set) ?? this.#prepare(set);
+    const prepared = this.#preparedOf(set);
     if (!prepared.cacheable || !(request.cost > 0)) return inner.lease!(set, key, request, nowMs, signal);
     const cache = this.#cache;
     const sentAt = this.ownsClock ? monotonic() : nowMs;
@@ -358,6 +364,15 @@ class DenyCacheStore implements DenyCachedStore {
       return answer;
     }
     return forgetAfter(answer, cache, id);
+  }
+
+  /** The set's figures: the last set's kept at hand (a limiter calls with one set), others in a WeakMap. */
+  #preparedOf(set: PolicySet): Prepared {
+    if (set === this.#lastSet) return this.#lastPrepared!;
+    const prepared = this.#sets.get(set) ?? this.#prepare(set);
+    this.#lastSet = set;
+    this.#lastPrepared = prepared;
+    return prepared;
   }
 
   #prepare(set: PolicySet): Prepared {

@@ -85,22 +85,29 @@ export function watchConnection(
   let replacing = false;
   let disposed = false;
 
-  const call = <T>(run: (t: ScriptTransport) => Promise<T>): Promise<T> => {
-    const w = current;
-    if (w.health.error !== undefined && !isReady(w)) return Promise.reject(unreachable(w.health.error));
-    const answer = run(w.transport);
-    if (!w.answered) {
-      answer.then(() => {
-        w.answered = true;
-      }, () => undefined);
-    }
-    return answer;
-  };
-
+  // Spelled out per operation, no closure per call: this is every decision.
   return {
-    evalsha: (sha, keys, args) => call((t) => t.evalsha(sha, keys, args)),
-    eval: (source, keys, args) => call((t) => t.eval(source, keys, args)),
-    del: (keys) => call((t) => t.del(keys)),
+    evalsha(sha, keys, args) {
+      const w = current;
+      if (w.health.error !== undefined && !isReady(w)) return Promise.reject(unreachable(w.health.error));
+      const answer = w.transport.evalsha(sha, keys, args);
+      if (!w.answered) noteAnswer(w, answer);
+      return answer;
+    },
+    eval(source, keys, args) {
+      const w = current;
+      if (w.health.error !== undefined && !isReady(w)) return Promise.reject(unreachable(w.health.error));
+      const answer = w.transport.eval(source, keys, args);
+      if (!w.answered) noteAnswer(w, answer);
+      return answer;
+    },
+    del(keys) {
+      const w = current;
+      if (w.health.error !== undefined && !isReady(w)) return Promise.reject(unreachable(w.health.error));
+      const answer = w.transport.del(keys);
+      if (!w.answered) noteAnswer(w, answer);
+      return answer;
+    },
     reconnect() {
       if (fresh === undefined || replacing || disposed || !current.answered) return;
       replacing = true;
@@ -124,6 +131,13 @@ export function watchConnection(
       if (current.owned) close(current.client);
     },
   };
+}
+
+/** Notes the connection's first answer (only a connection that has answered is replaced). */
+function noteAnswer(w: Watched, answer: Promise<unknown>): void {
+  answer.then(() => {
+    w.answered = true;
+  }, () => undefined);
 }
 
 function watch(client: ClientState, transport: ScriptTransport, owned: boolean): Watched {

@@ -13,8 +13,18 @@ const escapeLone = (s: string): string => (s.length === 2 ? s : `%u${s.charCodeA
  * identifier's one integer within rate-limiter-flexible's `rlflx:<id>` footprint).
  */
 export function baseKey(prefix: string, key: string): string {
-  const escaped = NEEDS_ESCAPE.test(key) ? key.replace(/%/g, "%25").replace(/\}/g, "%7D").replace(SURROGATES, escapeLone) : key;
+  const escaped = needsEscape(key) ? key.replace(/%/g, "%25").replace(/\}/g, "%7D").replace(SURROGATES, escapeLone) : key;
   return `${prefix}{${escaped}}`;
+}
+
+/** {@link NEEDS_ESCAPE}'s test; a short key (most are) checked by its character codes, cheaper than entering the regex engine. */
+function needsEscape(key: string): boolean {
+  if (key.length > 48) return NEEDS_ESCAPE.test(key);
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c === 37 || c === 125 || (c & 0xf800) === 0xd800) return true;
+  }
+  return false;
 }
 
 /** The keys of a set's `count` policies for one identifier: `base`, `base:1`, `base:2`, ... */

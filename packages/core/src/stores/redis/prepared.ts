@@ -98,9 +98,15 @@ export function prepareSet(name: string, set: PolicySet, ownsClock: boolean, gat
     constant: ownsClock && !clocked,
     at: clocked ? (nowMs: number) => tailsAt(set, multi, nowMs) : undefined,
     one: oneScript === undefined ? undefined : { script: oneScript, gate: gateOf(oneScript) },
-    fast: fast === undefined
-      ? undefined
-      : (reply: unknown, cost: number) => fast.expand(reply, cost, single.limit, ALGORITHMS[single.kind].lua.parameter(single)),
+    fast: fast === undefined ? undefined : expanding(fast.expand, single.limit, ALGORITHMS[single.kind].lua.parameter(single)),
   });
   return prepared;
 }
+
+/** A kind's reading of its first step's short answer, for one policy: its limit and parameter computed once. */
+const expanding = (
+  expand: (reply: unknown, cost: number, limit: number, parameter: number) => number[] | undefined,
+  limit: number,
+  parameter: number,
+) =>
+(reply: unknown, cost: number): number[] | undefined => expand(reply, cost, limit, parameter);

@@ -88,21 +88,58 @@ function transportOf(client: object, nodeRedis: boolean): ScriptTransport {
   if (nodeRedis) {
     // node-redis copies `arguments` into its command (it never keeps or changes the array).
     const c = client as NodeRedisLike;
+    const raw = rawSender(client);
     return {
-      evalsha: (sha, keys, args) => c.evalSha(sha, { keys, arguments: args as string[] }),
+      evalsha: raw !== undefined
+        ? (sha, keys, args) => raw.sendCommand(evalShaCommand(sha, keys, args))
+        : (sha, keys, args) => c.evalSha(sha, { keys, arguments: args as string[] }),
       eval: (source, keys, args) => c.eval(source, { keys, arguments: args as string[] }),
       del: (keys) => c.del(keys),
     };
   }
   const c = client as IORedisLike;
   return {
-    // The usual call (one policy on the server's clock: one key, three ARGV) spelled out: no
-    // spread, no intermediate array.
+    // The usual calls (one policy on the server's clock: one key, and two ARGV for a charge of
+    // 1, three else) spelled out: no spread, no intermediate array.
     evalsha: (sha, keys, args) =>
-      keys.length === 1 && args.length === 3
+      keys.length !== 1
+        ? c.evalsha(sha, keys.length, ...keys, ...args)
+        : args.length === 2
+        ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!)
+        : args.length === 3
         ? c.evalsha(sha, 1, keys[0]!, args[0]!, args[1]!, args[2]!)
-        : c.evalsha(sha, keys.length, ...keys, ...args),
+        : c.evalsha(sha, 1, keys[0]!, ...args),
     eval: (source, keys, args) => c.eval(source, keys.length, ...keys, ...args),
     del: (keys) => c.del(...keys),
   };
+}
+
+/** A node-redis client's `sendCommand(args)`: the command as it goes on the wire, with the client's options. */
+interface RawSender {
+  sendCommand(args: string[]): Promise<unknown>;
+  readonly isReady?: unknown;
+  readonly masters?: unknown;
+  readonly _keyPrefix?: unknown;
+  readonly options?: { readonly keyPrefix?: unknown };
+}
+
+/**
+ * A node-redis client (not a cluster, whose `sendCommand` takes a key first) with no `keyPrefix`
+ * (which `evalSha` applies to the keys, and `sendCommand` does not): its `EVALSHA` is sent with
+ * `sendCommand`, as `evalSha` sends it in the end, without the layers before (an argument parser
+ * and two async functions per call); the reply is the same (`EVALSHA` transforms none).
+ */
+function rawSender(client: object): RawSender | undefined {
+  const c = client as RawSender;
+  const prefixed = Boolean(c._keyPrefix) || Boolean(c.options?.keyPrefix);
+  return typeof c.sendCommand === "function" && typeof c.isReady === "boolean" && !("masters" in c) && !prefixed ? c : undefined;
+}
+
+/** `EVALSHA sha numkeys ...keys ...args`; the usual call (one key, two or three ARGV) spelled out. */
+function evalShaCommand(sha: string, keys: string[], args: readonly string[]): string[] {
+  if (keys.length === 1) {
+    if (args.length === 2) return ["EVALSHA", sha, "1", keys[0]!, args[0]!, args[1]!];
+    if (args.length === 3) return ["EVALSHA", sha, "1", keys[0]!, args[0]!, args[1]!, args[2]!];
+  }
+  return ["EVALSHA", sha, String(keys.length), ...keys, ...args];
 }

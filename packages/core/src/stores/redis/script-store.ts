@@ -84,6 +84,8 @@ export class ScriptStore implements RedisScriptStore {
   readonly notesDenials = true;
   readonly #transport: ScriptTransport;
   readonly #prepared = new WeakMap<PolicySet, Prepared>();
+  #lastSet: PolicySet | undefined = undefined;
+  #lastPrepared: Prepared | undefined = undefined;
   readonly #compound: CompoundState = { cluster: false };
   readonly #gates = new Map<string, ScriptGate>();
 
@@ -99,25 +101,25 @@ export class ScriptStore implements RedisScriptStore {
   }
 
   consume(set: PolicySet, key: string, cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
-    return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "consume", cost, nowMs, signal);
+    return this.#run(this.#preparedOf(set), baseKey(set.prefix, key), "consume", cost, nowMs, signal);
   }
 
   peek(set: PolicySet, key: string, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
-    return this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "peek", 1, nowMs, signal);
+    return this.#run(this.#preparedOf(set), baseKey(set.prefix, key), "peek", 1, nowMs, signal);
   }
 
   /** A compound step: one script call over every pair's keys (compound-store.ts). */
   consumeMany(calls: readonly ManyCall[], cost: number, nowMs: number, signal?: CallSignal): Promise<StoreResult[] | undefined> {
     // A calendar window's parameter depends on the clock: such a set sends its tails at `nowMs`.
     const parts = calls.map((c) => {
-      const prepared = this.#prepared.get(c.set) ?? this.#prepare(c.set);
+      const prepared = this.#preparedOf(c.set);
       return prepared.at === undefined ? prepared : { count: prepared.count, multiTail: prepared.at(nowMs).multiTail };
     });
     return compoundCall(this.name, this.#transport, this.#compound, parts, calls, cost, this.#now(nowMs), signal);
   }
 
   async refund(set: PolicySet, key: string, cost: number, nowMs: number, marks?: readonly number[]): Promise<void> {
-    await this.#run(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), "refund", cost, nowMs, undefined, marks);
+    await this.#run(this.#preparedOf(set), baseKey(set.prefix, key), "refund", cost, nowMs, undefined, marks);
   }
 
   reserve(
@@ -129,11 +131,11 @@ export class ScriptStore implements RedisScriptStore {
     ttlMs: number,
     signal?: CallSignal,
   ): Promise<StoreResult> {
-    return this.#reserve(this.#prepared.get(set) ?? this.#prepare(set), baseKey(set.prefix, key), cost, nowMs, id, ttlMs, signal);
+    return this.#reserve(this.#preparedOf(set), baseKey(set.prefix, key), cost, nowMs, id, ttlMs, signal);
   }
 
   async settle(set: PolicySet, key: string, id: string, actual: number, nowMs: number): Promise<boolean> {
-    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    const prepared = this.#preparedOf(set);
     const base = baseKey(set.prefix, key);
     const keys = keysOf(base, prepared.count);
     keys.push(ledgerKey(base, id));
@@ -149,7 +151,7 @@ export class ScriptStore implements RedisScriptStore {
 
   /** A leased decision: see {@link RateLimitStore.lease} and lease-store.ts. */
   lease(set: PolicySet, key: string, request: LeaseRequest, nowMs: number, signal?: CallSignal): Promise<StoreResult> {
-    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    const prepared = this.#preparedOf(set);
     const base = baseKey(set.prefix, key);
     const ctx = { name: this.name, ownsClock: this.ownsClock, transport: this.#transport };
     return leaseCall(ctx, set, base, keysOf(base, prepared.count), request, nowMs, signal);
@@ -248,7 +250,7 @@ export class ScriptStore implements RedisScriptStore {
 
   /** A penalty ("p") or a manual block ("b"), in the admin script. */
   async #admin(set: PolicySet, key: string, op: "p" | "b", amount: number, nowMs: number): Promise<void> {
-    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    const prepared = this.#preparedOf(set);
     const keys = keysOf(baseKey(set.prefix, key), prepared.count);
     const args = [op, String(amount), this.ownsClock ? "" : String(toMicros(nowMs)), ...multiTailOf(prepared, nowMs)];
     const script = luaScripts().admin;
@@ -302,13 +304,30 @@ export class ScriptStore implements RedisScriptStore {
       reply = await this.#eval(script, keys, args, op, gate);
     }
     if (op === "refund") return NO_RESULT;
-    if (prepared.fast !== undefined && op === "consume") reply = prepared.fast(reply, cost) ?? reply;
+    if (op === "consume" && prepared.fast !== undefined) {
+      // A first step's short answer, read as the usual result: numbers of the right count by
+      // construction, so not checked again.
+      const result = prepared.fast(reply, cost);
+      if (result !== undefined) {
+        if (result[0] === 0) signal?.denied?.(result);
+        return result;
+      }
+    }
     // A charged admission carries one mark per policy after the figures.
     const length = 1 + prepared.count * FIELDS_PER_POLICY +
       (op === "consume" && Array.isArray(reply) && reply[0] === 1 ? prepared.count : 0);
     if (!isResult(reply, length)) throw unexpectedReply(this.name, op, reply, `an array of ${length} integers`);
     if (reply[0] === 0 && op === "consume") signal?.denied?.(reply);
     return reply;
+  }
+
+  /** The set's preparation: the last set's kept at hand (a limiter calls with one set), others in a WeakMap. */
+  #preparedOf(set: PolicySet): Prepared {
+    if (set === this.#lastSet) return this.#lastPrepared!;
+    const prepared = this.#prepared.get(set) ?? this.#prepare(set);
+    this.#lastSet = set;
+    this.#lastPrepared = prepared;
+    return prepared;
   }
 
   #prepare(set: PolicySet): Prepared {

@@ -22,3 +22,22 @@ export function unsupported(store: RateLimitStore, operation: string): never {
     `The ${store.name} store does not implement ${operation}(); reservations need a store that does.`,
   );
 }
+
+/** A call refused by the bound on calls in flight. */
+export const inFlightFull = (name: string, inFlight: number, max: number): FloodgateError =>
+  new FloodgateError(
+    "STORE_UNAVAILABLE",
+    `The ${name} store has ${inFlight} calls in flight already (maxInFlight ${max}); this call was not sent. The store is answering too slowly for the traffic: check its latency and load.`,
+  );
+
+/** A call refused while the circuit is open. */
+export const circuitOpen = (name: string, openMs: number): FloodgateError =>
+  new FloodgateError("STORE_UNAVAILABLE", `The ${name} store's circuit is open after repeated failures; retrying in ${openMs} ms.`);
+
+/** A call refused while the one call of a cold start waits for the store's first answer. */
+export const coldWaiting = (name: string): FloodgateError =>
+  new FloodgateError("STORE_UNAVAILABLE", `The ${name} store has not answered yet; this call was not sent while another waits for it.`);
+
+/** A call abandoned at its deadline. */
+export const timedOut = (name: string, timeoutMs: number): FloodgateError =>
+  new FloodgateError("STORE_TIMEOUT", `The ${name} store did not answer within ${timeoutMs} ms; the call was abandoned.`);
