@@ -133,6 +133,26 @@ function check(label, command, args, options) {
   }
 }
 
+/** Names of failed tests, printed again above the summary so a truncated log still shows them. */
+const failedNames = [];
+
+/** The failed tests of a vitest JSON report: file, full name and the first line of the error. */
+function vitestFailures(report) {
+  const names = [];
+  for (const file of report.testResults ?? []) {
+    const where = file.name.startsWith(root) ? file.name.slice(root.length + 1) : file.name;
+    const failedTests = (file.assertionResults ?? []).filter((t) => t.status === "failed");
+    for (const t of failedTests) {
+      const first = (t.failureMessages?.[0] ?? "").split("\n")[0].slice(0, 200);
+      names.push(`${where} > ${t.fullName}${first ? `: ${first}` : ""}`);
+    }
+    if (failedTests.length === 0 && file.status === "failed") {
+      names.push(`${where}: ${(file.message ?? "failed to run").split("\n")[0].slice(0, 200)}`);
+    }
+  }
+  return names;
+}
+
 /** A test runner whose own counts are read from a JSON report. */
 function suite(label, command, args, reportPath, count, options) {
   rmSync(reportPath, { force: true });
@@ -151,6 +171,7 @@ function suite(label, command, args, reportPath, count, options) {
   passed += counts.passed;
   failed += counts.failed;
   if (counts.failed > 0 || !ok) failures.push(`${label}: ${counts.failed} failed`);
+  if (counts.names) failedNames.push(...counts.names.map((name) => `${label}: ${name}`));
   if (!ok && counts.failed === 0) failed++;
 }
 
@@ -193,7 +214,7 @@ suite(
   bin("vitest"),
   ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${vitestReport}`],
   vitestReport,
-  (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) }),
+  (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0), names: vitestFailures(r) }),
 );
 
 // Store stalls under load (test/timing/): alone, after the other Node suites. Here their behaviour
@@ -205,20 +226,24 @@ suite(
   bin("vitest"),
   ["run", "--config", "vitest.timing.config.ts", "--reporter=default", "--reporter=json", `--outputFile.json=${timingReport}`],
   timingReport,
-  (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0) }),
+  (r) => ({ passed: r.numPassedTests, failed: r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0), names: vitestFailures(r) }),
 );
 
-/** Counts `<testcase>` elements and those holding a `<failure>` or `<error>` in a JUnit report. */
+/** Counts `<testcase>` elements and those holding a `<failure>` or `<error>` (named) in a JUnit report. */
 function junitCounts(xml) {
   let passedCases = 0;
   let failedCases = 0;
-  for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)) {
-    const body = m[2] ?? "";
+  const names = [];
+  for (const m of xml.matchAll(/<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const body = m[3] ?? "";
     if (/<skipped/.test(body)) continue;
-    if (/<(failure|error)\b/.test(body)) failedCases++;
-    else passedCases++;
+    if (/<(failure|error)\b/.test(body)) {
+      failedCases++;
+      const attr = (name) => m[1].match(new RegExp(`\\b${name}="([^"]*)"`))?.[1];
+      names.push([attr("classname"), attr("name")].filter(Boolean).join(" > "));
+    } else passedCases++;
   }
-  return { passed: passedCases, failed: failedCases };
+  return { passed: passedCases, failed: failedCases, names };
 }
 const junit = (path) => junitCounts(readFileSync(path, "utf8"));
 
@@ -283,6 +308,7 @@ suite(
   () => junit(bunReport),
 );
 
+if (failedNames.length > 0) console.log(`\nFailed tests:\n${failedNames.map((n) => `  ${n}`).join("\n")}`);
 if (failures.length > 0) console.log(`\nFailed: ${failures.join("; ")}`);
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
