@@ -1,10 +1,11 @@
 /**
  * The consume function's one-pass path (one counter policy on an existing row): an admission
  * writes the row once, a denial and a peek write nothing, a block in force still denies, and a
- * set that blocks still starts its block at a charging denial (the general path's work).
+ * set that blocks still starts its block at a charging denial (the general path's work), and a
+ * token bucket's admissions update its row in place.
  */
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createRateLimiter, fixedWindow, slidingWindow, tokenBucket } from "../../packages/core/src/index.ts";
 import { postgresStore } from "../../packages/postgres/src/index.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
@@ -96,5 +97,55 @@ describe.skipIf(unavailable !== undefined)("postgresStore, one policy in one pas
       [`${prefix}{c}`],
     );
     expect(Number(found?.blocked)).toBeGreaterThan(3_600_000_000);
+  });
+
+  it("a token bucket's expiry moves once a minute, so its admissions update the row in place (HOT)", async () => {
+    // A connection of its own: it sends its statistics when it closes.
+    const client = new pg.Client(h.db.connection);
+    client.on("error", () => undefined);
+    await client.connect();
+    onTestFinished(() => client.end().catch(() => undefined));
+    const store = postgresStore({ client, clock: "local", table: "hotcheck" });
+    await store.migrate();
+    const prefix = uniquePrefix();
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    let now = minute + 10_000;
+    const limiter = createRateLimiter({
+      policy: tokenBucket({ capacity: 100, refillRate: 10 }),
+      store,
+      prefix,
+      clock: () => now,
+      resilience: false,
+    });
+    const state = async () =>
+      (await h.query<{ num1: number; expires_at_us: number }>("SELECT num1, expires_at_us FROM floodgate.hotcheck WHERE key = $1", [
+        `${prefix}{k}`,
+      ]))[0]!;
+    const updates = async () =>
+      (await h.query<{ upd: string; hot: string }>(
+        "SELECT n_tup_upd::text AS upd, n_tup_hot_upd::text AS hot FROM pg_stat_user_tables WHERE schemaname = 'floodgate' AND relname = 'hotcheck'",
+      ))[0]!;
+    const before = await updates();
+    for (let i = 0; i < 20; i++) {
+      expect((await limiter.limit("k")).allowed).toBe(true);
+      const row = await state();
+      // The full-again time rounded up to the minute: never before it, under a minute after.
+      expect(row.expires_at_us).toBe((minute + 60_000) * 1000);
+      expect(row.expires_at_us).toBeGreaterThanOrEqual(row.num1);
+      now += 100;
+    }
+    // Past the minute: the expiry moves to the next one.
+    now = minute + 65_000;
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    expect((await state()).expires_at_us).toBe((minute + 120_000) * 1000);
+    // The 19 updates within the minute were HOT (a backend sends its statistics as it exits).
+    await client.end().catch(() => undefined);
+    let after = await updates();
+    for (let waited = 0; Number(after.upd) - Number(before.upd) < 20 && waited < 10_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      after = await updates();
+    }
+    expect(Number(after.upd) - Number(before.upd)).toBe(20);
+    expect(Number(after.hot) - Number(before.hot)).toBeGreaterThanOrEqual(19);
   });
 });

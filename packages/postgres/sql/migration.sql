@@ -87,7 +87,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -207,7 +207,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -361,7 +361,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -483,8 +483,8 @@ LANGUAGE plpgsql AS $fn$
 DECLARE r float8[];
 BEGIN
   nw := coalesce(nw, floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8);
-  INSERT INTO floodgate.limits AS s (key, set_kinds, num1, expires_at_us) SELECT ky, 't', nw + cost * par, nw + cost * par WHERE cost <= lim AND (nw + cost * par) - nw <= lim * par
-  ON CONFLICT (key) DO UPDATE SET num1 = greatest(s.num1, nw) + cost * par, expires_at_us = greatest(s.num1, nw) + cost * par
+  INSERT INTO floodgate.limits AS s (key, set_kinds, num1, expires_at_us) SELECT ky, 't', nw + cost * par, ceil((nw + cost * par) / 60000000) * 60000000 WHERE cost <= lim AND (nw + cost * par) - nw <= lim * par
+  ON CONFLICT (key) DO UPDATE SET num1 = greatest(s.num1, nw) + cost * par, expires_at_us = ceil((greatest(s.num1, nw) + cost * par) / 60000000) * 60000000
   WHERE s.set_kinds = 't' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
     AND cost <= lim AND (greatest(s.num1, nw) + cost * par) - nw <= lim * par
   RETURNING ARRAY[1, 1, floor((lim * par - (s.num1 - nw)) / par), ceil(s.num1 / 1000), 0, s.num1]::float8[] INTO r;
@@ -611,7 +611,7 @@ m := mks[p]; c := cost;
 CASE kd
 WHEN 't' THEN
 IF st[o] > nw AND (m IS NULL OR st[o] = m) THEN st[o] := greatest(nw, st[o] - c * par); END IF;
-ex := st[o];
+ex := ceil((st[o]) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 IF st[o] = greatest(floor(nw / sz), st[o]) AND (m IS NULL OR st[o] = m) THEN st[o + 1] := greatest(0, st[o + 1] - c); END IF;
@@ -720,7 +720,7 @@ c := es - ac;
 CASE kd
 WHEN 't' THEN
 IF st[o] > nw AND (m IS NULL OR st[o] = m) THEN st[o] := greatest(nw, st[o] - c * par); END IF;
-ex := st[o];
+ex := ceil((st[o]) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 IF st[o] = greatest(floor(nw / sz), st[o]) AND (m IS NULL OR st[o] = m) THEN st[o + 1] := greatest(0, st[o + 1] - c); END IF;
@@ -765,7 +765,7 @@ CASE kd
 WHEN 't' THEN
 nx := least(st[o] + c * par, nw + 2251799813685248);
 IF nx > nw AND nx > st[o] THEN st[o] := nx; END IF;
-ex := st[o];
+ex := ceil((st[o]) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 IF st[o] = greatest(floor(nw / sz), st[o]) AND st[o] = m THEN st[o + 1] := least(st[o + 1] + c, 2 * lim, 8589934591); END IF;
@@ -867,7 +867,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -965,7 +965,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -1129,7 +1129,7 @@ m := rc[1 + 4 * n + p];
 CASE kd
 WHEN 't' THEN
 IF st[o] > nw AND (m IS NULL OR st[o] = m) THEN st[o] := greatest(nw, st[o] - c * par); END IF;
-ex := st[o];
+ex := ceil((st[o]) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 IF st[o] = greatest(floor(nw / sz), st[o]) AND (m IS NULL OR st[o] = m) THEN st[o + 1] := greatest(0, st[o + 1] - c); END IF;
@@ -1194,7 +1194,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -1322,7 +1322,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 ELSE
 CASE kd
 WHEN 't' THEN
@@ -1340,7 +1340,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -1443,7 +1443,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 ELSE
 CASE kd
 WHEN 't' THEN
@@ -1461,7 +1461,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -1570,7 +1570,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -1742,7 +1742,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);
@@ -1880,7 +1880,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ceil((nx) / 60000000) * 60000000;
 WHEN 'f' THEN
 sz := par * 1000;
 ix := greatest(floor(nw / sz), st[o]);

@@ -24,6 +24,16 @@ export const WIDTH: Readonly<Record<string, number>> = { t: 1, f: 2, s: 3, l: 1,
 /** Whether a kind keeps a log in `lg`. */
 export const LOGGED = (code: string): boolean => code === "l" || code === "c";
 
+/**
+ * A token bucket's expiry (µs): when its bucket is full again (`at`), rounded up to the next whole
+ * minute. Every admission moves that time on, and an UPDATE that changes an indexed column (the
+ * expiry's index serves the sweep) cannot be made in place as a HOT update: it adds an entry to
+ * each index of the table. Rounded, a busy key's expiry changes about once a minute and its other
+ * updates stay on the row's page; a row outlives its state by under a minute before a sweep may
+ * delete it. The other kinds' expiries already move only with their windows.
+ */
+export const tokenExpiry = (at: string): string => `ceil((${at}) / 60000000) * 60000000`;
+
 const TOKEN_APPLY = `tat := greatest(st[o], nw);
 nx := tat + c * par;
 IF c <= lim AND nx - nw <= lim * par THEN
@@ -38,7 +48,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ${tokenExpiry("nx")};
 `;
 
 const FIXED_APPLY = `sz := par * 1000;
@@ -145,7 +155,7 @@ export const SKIP_LOG = `IF kd IN ('l', 'c') THEN lo := lo + st[o]::int; END IF;
 `;
 
 const TOKEN_REFUND = `IF st[o] > nw AND (m IS NULL OR st[o] = m) THEN st[o] := greatest(nw, st[o] - c * par); END IF;
-ex := st[o];
+ex := ${tokenExpiry("st[o]")};
 `;
 
 const FIXED_REFUND = `sz := par * 1000;
@@ -199,7 +209,7 @@ ${LOG_REFUND}END CASE;
 
 const TOKEN_OVER = `nx := least(st[o] + c * par, nw + 2251799813685248);
 IF nx > nw AND nx > st[o] THEN st[o] := nx; END IF;
-ex := st[o];
+ex := ${tokenExpiry("st[o]")};
 `;
 
 const FIXED_OVER = `sz := par * 1000;

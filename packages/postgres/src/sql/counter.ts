@@ -1,4 +1,4 @@
-import { SLIDING_APPLY } from "./algorithms.ts";
+import { SLIDING_APPLY, tokenExpiry } from "./algorithms.ts";
 
 /*
  * One counter policy's charge (token bucket, fixed window, sliding window) in one statement: an
@@ -61,9 +61,9 @@ const tokenBucket = (): Charge => {
   const tat = `greatest(s.num1, ${NW})`;
   return {
     columns: "num1, expires_at_us",
-    fresh: `nw + ${COST} * ${PAR}, nw + ${COST} * ${PAR}`,
+    fresh: `nw + ${COST} * ${PAR}, ${tokenExpiry(`nw + ${COST} * ${PAR}`)}`,
     freshAdmits: `${COST} <= ${LIM} AND (nw + ${COST} * ${PAR}) - nw <= ${LIM} * ${PAR}`,
-    set: `num1 = ${tat} + ${COST} * ${PAR}, expires_at_us = ${tat} + ${COST} * ${PAR}`,
+    set: `num1 = ${tat} + ${COST} * ${PAR}, expires_at_us = ${tokenExpiry(`${tat} + ${COST} * ${PAR}`)}`,
     admits: `${COST} <= ${LIM} AND (${tat} + ${COST} * ${PAR}) - ${NW} <= ${LIM} * ${PAR}`,
     remaining: `floor((${LIM} * ${PAR} - (s.num1 - ${NW})) / ${PAR})`,
     reset: "ceil(s.num1 / 1000)",

@@ -1,4 +1,4 @@
-import { APPLY, REFUND } from "./algorithms.ts";
+import { APPLY, REFUND, tokenExpiry } from "./algorithms.ts";
 import { BLANK_STATE, DECLARE, EACH, LONG_KEY, NOW, OVERRIDE_BLOCKED, POLICY, READ, UPDATE_ROW } from "./common.ts";
 
 /*
@@ -36,7 +36,7 @@ END IF;
 IF NOT (ch AND r[i] = 1) THEN
   r[i + 1] := greatest(0, floor((lim * par - (tat - nw)) / par)); r[i + 2] := ceil(tat / 1000);
 END IF;
-ex := nx;
+ex := ${tokenExpiry("nx")};
 `;
 
 /** A request with a lease: each kind's grant (the token bucket's above), else APPLY at c = req + g. */
