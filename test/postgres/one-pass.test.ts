@@ -1,8 +1,9 @@
 /**
- * The consume function's one-pass path (one counter policy on an existing row): an admission
- * writes the row once, a denial and a peek write nothing, a block in force still denies, and a
- * set that blocks still starts its block at a charging denial (the general path's work), and a
- * token bucket's admissions update its row in place.
+ * One counter policy's charge: one statement, no function call, for admissions, denials and a
+ * block in force (the functions only for what the statement leaves to them); an admission writes
+ * the row once, a denial writes its numbers back unchanged, a peek writes nothing, a set that
+ * blocks still starts its block at a charging denial (the general path's work), and a token
+ * bucket's admissions update its row in place.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
@@ -42,12 +43,12 @@ describe.skipIf(unavailable !== undefined)("postgresStore, one policy in one pas
       ["token bucket", () => tokenBucket({ capacity: 2, refillRate: 1 / 3600 })],
     ] as const
   ) {
-    it(`${kind}: admissions write the row, a denial and a peek do not`, async () => {
+    it(`${kind}: admissions write the row, a denial writes its numbers back unchanged, a peek does not write`, async () => {
       const prefix = uniquePrefix();
       const limiter = createRateLimiter({ policy: policy(), store: postgresStore({ client: pool }), prefix, resilience: false });
       expect((await limiter.limit("a")).allowed).toBe(true); // a new row: inserted by the upsert
       const first = await row(prefix, "a");
-      const second = await limiter.limit("a"); // the row exists: one pass
+      const second = await limiter.limit("a"); // the row exists: updated in place
       expect(second.allowed).toBe(true);
       expect(second.remaining).toBe(0);
       const charged = await row(prefix, "a");
@@ -55,9 +56,11 @@ describe.skipIf(unavailable !== undefined)("postgresStore, one policy in one pas
       const denied = await limiter.limit("a");
       expect(denied.allowed).toBe(false);
       expect(denied.retryAfterMs).toBeGreaterThan(0);
+      const after = await row(prefix, "a");
+      expect(after!.nums).toEqual(charged!.nums);
       const peeked = await limiter.peek("a");
       expect(peeked.allowed).toBe(false);
-      expect(await row(prefix, "a")).toEqual(charged);
+      expect(await row(prefix, "a")).toEqual(after);
     });
   }
 
@@ -147,5 +150,41 @@ describe.skipIf(unavailable !== undefined)("postgresStore, one policy in one pas
     }
     expect(Number(after.upd) - Number(before.upd)).toBe(20);
     expect(Number(after.hot) - Number(before.hot)).toBeGreaterThanOrEqual(19);
+  });
+
+  it("admissions, denials and a block in force take the statement alone: no function is called", async () => {
+    const store = postgresStore({ client: pool, schema: "direct_only", sweepEvery: 0 });
+    await store.migrate();
+    // Without the charge and consume functions, only what the statement decides can succeed.
+    await h.query(
+      "DROP FUNCTION direct_only.limits_charge_t, direct_only.limits_charge_f, direct_only.limits_charge_s, direct_only.limits_consume",
+    );
+    for (
+      const policy of [
+        fixedWindow({ limit: 2, window: "1h" }),
+        slidingWindow({ limit: 2, window: "1h" }),
+        tokenBucket({ capacity: 2, refillRate: 1 / 3600 }),
+      ]
+    ) {
+      const limiter = createRateLimiter({ policy, store, prefix: uniquePrefix(), resilience: false });
+      expect((await limiter.limit("d")).allowed).toBe(true);
+      expect((await limiter.limit("d")).allowed).toBe(true);
+      const denied = await limiter.limit("d");
+      expect(denied.allowed).toBe(false);
+      expect(denied.retryAfterMs).toBeGreaterThan(60_000);
+      await limiter.block("e", "2h"); // the admin function, kept
+      const blocked = await limiter.limit("e");
+      expect(blocked.allowed).toBe(false);
+      expect(blocked.retryAfterMs).toBeGreaterThan(3_600_000);
+    }
+    // A set that blocks starts its block in the charge function: its denial needs it.
+    const blocking = createRateLimiter({
+      policy: fixedWindow({ limit: 1, window: "1h", block: "2h" }),
+      store,
+      prefix: uniquePrefix(),
+      resilience: false,
+    });
+    expect((await blocking.limit("f")).allowed).toBe(true);
+    await expect(blocking.limit("f")).rejects.toThrow(/charge_f/);
   });
 });

@@ -5,8 +5,6 @@ import {
   leasedLimits,
   type LeaseRequest,
   type ManyCall,
-  type Policy,
-  type PolicyKind,
   type PolicySet,
   type RateLimitStore,
   type StoreResult,
@@ -15,6 +13,9 @@ import { clientKind, floats, type PgClientLike, type PostgresJsLike, type Runner
 import { keyOf } from "./keys.ts";
 import { migrationBody, migrationSql, named, SCHEMA_VERSION, type SqlNames, sqlNames } from "./sql/migration.ts";
 import type { CounterKind } from "./sql/counter.ts";
+import { directCharge } from "./sql/direct.ts";
+import { denialFrom } from "./denial.ts";
+import { type Prepared, prepareSet, STORED_KINDS } from "./prepared.ts";
 import { checkOptions, type PostgresStoreOptions } from "./options.ts";
 
 /** A PostgreSQL store: a {@link RateLimitStore} with the database's lifecycle besides. */
@@ -48,41 +49,27 @@ export interface PostgresStore extends RateLimitStore {
 }
 
 /** The store's functions, one statement each. */
-type Fn = "consume" | `charge_${CounterKind}` | "consumeMany" | "refund" | "settle" | "admin" | "lease" | "sweep" | "version";
-
-/** What a call needs of a policy set, computed once per set. */
-interface Prepared {
-  readonly kinds: string;
-  readonly lims: string;
-  readonly pars: string;
-  readonly blocks: string | null;
-  readonly count: number;
-  readonly policies: readonly Policy[];
-  /** One counter policy: its kind, limit and parameter, charged by its kind's charge function (sql/counter.ts). */
-  readonly counter: { readonly kind: CounterKind; readonly limit: number; readonly parameter: number } | null;
-}
-
-const KIND_CODES: Readonly<Record<string, string>> = {
-  "token-bucket": "t",
-  "fixed-window": "f",
-  "sliding-window": "s",
-  "sliding-log": "l",
-  concurrency: "c",
-};
+type Fn =
+  | "consume"
+  | `charge_${CounterKind}`
+  | `direct_${CounterKind}`
+  | "consumeMany"
+  | "refund"
+  | "settle"
+  | "admin"
+  | "lease"
+  | "sweep"
+  | "version";
 
 /** The arguments of the charge functions (sql/counter.ts). */
 const CHARGE_ARGS = "$1::text, $2::float8, $3::float8, $4::float8, $5::float8, $6::float8[]";
-
-/** A token bucket's µs per token (an integer), or a window's ms: the number the functions take beside the limit. */
-const parameterOf = (p: Policy): number => (p.kind === "token-bucket" ? Math.round(p.intervalMs * 1000) : p.windowMs);
 
 /** The database's clock as µs, or the limiter's (`clock: "local"`). */
 const micros = (nowMs: number): number => Math.floor(nowMs * 1000);
 
 class PgStore implements PostgresStore {
   readonly name = "postgres";
-  /** The kinds its functions decide (a calendar window's periods need a time-zone calendar they do not have). */
-  readonly kinds = Object.keys(KIND_CODES) as PolicyKind[];
+  readonly kinds = STORED_KINDS;
   readonly ownsClock: boolean;
   readonly client: "pg" | "postgres";
   readonly names: SqlNames;
@@ -122,6 +109,9 @@ class PgStore implements PostgresStore {
       charge_t: f("charge_t", CHARGE_ARGS),
       charge_f: f("charge_f", CHARGE_ARGS),
       charge_s: f("charge_s", CHARGE_ARGS),
+      direct_t: named(directCharge("t"), this.names),
+      direct_f: named(directCharge("f"), this.names),
+      direct_s: named(directCharge("s"), this.names),
       sweep: f("sweep", "$1::int, $2::float8"),
       version: f("version", ""),
     };
@@ -290,8 +280,18 @@ class PgStore implements PostgresStore {
     }
     const k = keyOf(set.prefix, key);
     // One counter policy's charge: its kind's upsert (a key of up to 1,024 bytes: consume hashes longer ones).
-    const reply = op === "consume" && cost > 0 && p.counter !== null && sweep === 0 && k.length * 3 <= 1024
-      ? await this.#call(`charge_${p.counter.kind}`, [k, p.counter.limit, p.counter.parameter, cost, this.#now(nowMs), p.blocks])
+    const c = op === "consume" && cost > 0 && sweep === 0 && k.length * 3 <= 1024 ? p.counter : null;
+    if (c !== null) {
+      const direct = await this.#call(`direct_${c.kind}`, [k, c.limit, c.parameter, cost, this.#now(nowMs), p.blocks !== null]);
+      if (Array.isArray(direct)) {
+        if (direct[0] !== -1) return this.#result(op, direct, 2 + FIELDS_PER_POLICY);
+        const denied = denialFrom(set, c.kind, direct, cost);
+        if (denied !== undefined) return denied;
+      }
+    }
+    // No row from the statement (sql/direct.ts says when): the kind's charge function decides.
+    const reply = c !== null
+      ? await this.#call(`charge_${c.kind}`, [k, c.limit, c.parameter, cost, this.#now(nowMs), p.blocks])
       : await this.#call("consume", [
         k,
         p.kinds,
@@ -346,34 +346,8 @@ class PgStore implements PostgresStore {
   }
 
   #prepare(set: PolicySet): Prepared {
-    const known = this.#prepared.get(set);
-    if (known !== undefined) return known;
-    let kinds = "";
-    for (const p of set.policies) {
-      const code = KIND_CODES[p.kind];
-      if (code === undefined) {
-        throw new FloodgateError(
-          "INVALID_ARGUMENT",
-          `postgres store: policy "${p.name}" is of kind "${p.kind}", which this store does not implement; it implements ${
-            Object.keys(KIND_CODES).join(", ")
-          }.`,
-        );
-      }
-      kinds += code;
-    }
-    const blocking = set.policies.some((p) => p.blockMs > 0);
-    const prepared: Prepared = {
-      kinds,
-      lims: floats(set.policies.map((p) => p.limit)),
-      pars: floats(set.policies.map(parameterOf)),
-      blocks: blocking ? floats(set.policies.map((p) => p.blockMs)) : null,
-      count: set.policies.length,
-      policies: set.policies,
-      counter: set.policies.length === 1 && (kinds === "t" || kinds === "f" || kinds === "s")
-        ? { kind: kinds, limit: set.policies[0]!.limit, parameter: parameterOf(set.policies[0]!) }
-        : null,
-    };
-    this.#prepared.set(set, prepared);
+    let prepared = this.#prepared.get(set);
+    if (prepared === undefined) this.#prepared.set(set, prepared = prepareSet(set));
     return prepared;
   }
 }

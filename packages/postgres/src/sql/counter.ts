@@ -37,11 +37,12 @@ const COST = "cost";
 const NW = "nw";
 
 /** Per kind: the insert's plain columns and values, the update's SET, its admission and the RETURNING figures. */
-interface Charge {
+export interface Charge {
   readonly columns: string;
   readonly fresh: string;
   readonly freshAdmits: string;
-  readonly set: string;
+  /** The update's SET: each plain column the kind writes and its new value (s: the row as locked). */
+  readonly set: readonly (readonly [column: string, value: string])[];
   readonly admits: string;
   /** The figures from the row as written (s): remaining, resetAt (ms), the charge's mark. */
   readonly remaining: string;
@@ -63,7 +64,7 @@ const tokenBucket = (): Charge => {
     columns: "num1, expires_at_us",
     fresh: `nw + ${COST} * ${PAR}, ${tokenExpiry(`nw + ${COST} * ${PAR}`)}`,
     freshAdmits: `${COST} <= ${LIM} AND (nw + ${COST} * ${PAR}) - nw <= ${LIM} * ${PAR}`,
-    set: `num1 = ${tat} + ${COST} * ${PAR}, expires_at_us = ${tokenExpiry(`${tat} + ${COST} * ${PAR}`)}`,
+    set: [["num1", `${tat} + ${COST} * ${PAR}`], ["expires_at_us", tokenExpiry(`${tat} + ${COST} * ${PAR}`)]],
     admits: `${COST} <= ${LIM} AND (${tat} + ${COST} * ${PAR}) - ${NW} <= ${LIM} * ${PAR}`,
     remaining: `floor((${LIM} * ${PAR} - (s.num1 - ${NW})) / ${PAR})`,
     reset: "ceil(s.num1 / 1000)",
@@ -87,7 +88,7 @@ const fixedWindow = (): Charge => {
     columns: "num1, num2, expires_at_us",
     fresh: `floor(nw / ${sz}), ${COST}, (floor(nw / ${sz}) + 1) * ${sz}`,
     freshAdmits: `${COST} <= ${LIM}`,
-    set: `num1 = ${ix}, num2 = ${cu} + ${COST}, expires_at_us = (${ix} + 1) * ${sz}`,
+    set: [["num1", ix], ["num2", `${cu} + ${COST}`], ["expires_at_us", `(${ix} + 1) * ${sz}`]],
     admits: `${cu} + ${COST} <= ${LIM}`,
     remaining: `${LIM} - s.num2`,
     reset: "ceil(s.expires_at_us / 1000)",
@@ -112,7 +113,7 @@ const slidingWindow = (): Charge => {
     columns: "num1, num2, num3, expires_at_us",
     fresh: `${start}, ${COST}, 0, (${start} * ${PAR} + 2 * ${PAR}) * 1000`,
     freshAdmits: `${COST} * ${PAR} <= ${LIM} * ${PAR}`,
-    set: `num1 = ${ix}, num2 = ${cu} + ${COST}, num3 = ${pv}, expires_at_us = (${ix} * ${PAR} + 2 * ${PAR}) * 1000`,
+    set: [["num1", ix], ["num2", `${cu} + ${COST}`], ["num3", pv], ["expires_at_us", `(${ix} * ${PAR} + 2 * ${PAR}) * 1000`]],
     admits: `(${cu} + ${COST}) * ${PAR} <= ${bu(ix, `(${pv})`)}`,
     remaining: `greatest(0, floor((${bu("s.num1", "s.num3")} - s.num2 * ${PAR}) / ${PAR}))`,
     reset: `s.num1 * ${PAR} + 2 * ${PAR}`,
@@ -134,6 +135,9 @@ ${SLIDING_APPLY}    IF r[2] = 0 THEN RETURN r; END IF;
 
 const CHARGES: Readonly<Record<CounterKind, () => Charge>> = { t: tokenBucket, f: fixedWindow, s: slidingWindow };
 
+/** One kind's charge expressions (see {@link Charge}), for the functions here and the statement of sql/direct.ts. */
+export const chargeOf = (kind: CounterKind): Charge => CHARGES[kind]();
+
 /** The kinds charged by a function of their own (one policy of the kind). */
 export type CounterKind = "t" | "f" | "s";
 
@@ -154,7 +158,7 @@ DECLARE r float8[];${c.declare ?? ""}
 BEGIN
   nw := coalesce(nw, floor(extract(epoch FROM clock_timestamp()) * 1000000)::float8);
   INSERT INTO @S.@T AS s (key, set_kinds, ${c.columns}) SELECT ky, '${kind}', ${c.fresh} WHERE ${c.freshAdmits}
-  ON CONFLICT (key) DO UPDATE SET ${c.set}
+  ON CONFLICT (key) DO UPDATE SET ${c.set.map(([column, value]) => `${column} = ${value}`).join(", ")}
   WHERE s.set_kinds = '${kind}' AND s.nums IS NULL AND (s.blocked_until_us IS NULL OR s.blocked_until_us <= nw)
     AND ${c.admits}
   RETURNING ARRAY[1, 1, ${c.remaining}, ${c.reset}, 0, ${c.mark}]::float8[] INTO r;
