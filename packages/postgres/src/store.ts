@@ -281,15 +281,16 @@ class PgStore implements PostgresStore {
     const k = keyOf(set.prefix, key);
     // One counter policy's charge: its kind's upsert (a key of up to 1,024 bytes: consume hashes longer ones).
     const c = op === "consume" && cost > 0 && sweep === 0 && k.length * 3 <= 1024 ? p.counter : null;
-    if (c !== null) {
-      const direct = await this.#call(`direct_${c.kind}`, [k, c.limit, c.parameter, cost, this.#now(nowMs), p.blocks !== null]);
+    // Its own statement, one round trip (sql/direct.ts), unless the set blocks: a denial starts the block in the function.
+    if (c !== null && p.blocks === null) {
+      const direct = await this.#call(`direct_${c.kind}`, [k, c.limit, c.parameter, cost, this.#now(nowMs)]);
       if (Array.isArray(direct)) {
         if (direct[0] !== -1) return this.#result(op, direct, 2 + FIELDS_PER_POLICY);
         const denied = denialFrom(set, c.kind, direct, cost);
         if (denied !== undefined) return denied;
       }
     }
-    // No row from the statement (sql/direct.ts says when): the kind's charge function decides.
+    // A set that blocks, or no row from the statement (sql/direct.ts says when): the kind's charge function decides.
     const reply = c !== null
       ? await this.#call(`charge_${c.kind}`, [k, c.limit, c.parameter, cost, this.#now(nowMs), p.blocks])
       : await this.#call("consume", [
@@ -354,8 +355,9 @@ class PgStore implements PostgresStore {
 
 /**
  * A rate-limit store in PostgreSQL, through node-postgres (`pg`: a Pool, a Client) or postgres.js
- * (`postgres`), whichever you pass: every decision is one call of a PL/pgSQL function, one round
- * trip, atomic for the whole policy set on the database's clock. Run {@link PostgresStore.migrate}
+ * (`postgres`), whichever you pass: every decision is one statement (one token bucket, fixed
+ * window or sliding window) or one call of a PL/pgSQL function, one round trip, atomic for the
+ * whole policy set on the database's clock. Run {@link PostgresStore.migrate}
  * (or apply {@link migrationSql}) once before use. See docs/sql.md.
  *
  * @example

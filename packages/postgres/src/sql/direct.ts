@@ -15,15 +15,16 @@ import { chargeOf, type CounterKind } from "./counter.ts";
  *   store computes the denial's figures with the reference algorithms (evaluateState), so they
  *   are the memory store's to the bit, a sliding window's retry time included.
  * - No row (the store then calls the kind's charge function, which decides as ever): a new key
- *   whose first cost is above the limit, a row of other kinds or of the array layout, and a
- *   denial or a block in force when the set blocks (`$6`), where the function starts or extends
- *   the block.
+ *   whose first cost is above the limit, and a row of other kinds or of the array layout (once:
+ *   the function rewrites it in this kind's plain columns).
+ *
+ * A set with `block` options is charged by the function instead (its denial starts the block).
  *
  * Parameters: $1 key (at most 1,024 bytes), $2 limit, $3 parameter (µs per token, or the window
  * in ms), $4 cost (> 0), $5 now (µs; NULL: the database's clock, the statement's start, read
- * before it may wait for the row's lock as the charge functions read theirs), $6 whether the set
- * blocks. ON CONFLICT locks the row and evaluates the update on its latest committed version, so
- * concurrent charges on one key run one after the other at READ COMMITTED, none lost.
+ * before it may wait for the row's lock as the charge functions read theirs). ON CONFLICT locks
+ * the row and evaluates the update on its latest committed version, so concurrent charges on one
+ * key run one after the other at READ COMMITTED, none lost.
  */
 
 /** Now (µs): the caller's, or the statement's start on the database's clock (stable within the statement). */
@@ -45,7 +46,7 @@ export function directCharge(kind: CounterKind): string {
 SELECT $1::text, '${kind}', ${bind(c.fresh)} WHERE ${bind(c.freshAdmits)}
 ON CONFLICT (key) DO UPDATE SET ${set.join(", ")},
   blocked_until_us = CASE WHEN ${admits} THEN NULL WHEN s.blocked_until_us > ${NOW} THEN s.blocked_until_us ELSE 0 END
-WHERE s.set_kinds = '${kind}' AND s.nums IS NULL AND (NOT $6::boolean OR ${admits})
+WHERE s.set_kinds = '${kind}' AND s.nums IS NULL
 RETURNING CASE WHEN s.blocked_until_us IS NULL THEN ARRAY[1, 1, ${bind(c.remaining)}, ${bind(c.reset)}, 0, ${c.mark}]::float8[]
   ELSE ARRAY[-1, ${NOW}, s.num1, coalesce(s.num2, 0), coalesce(s.num3, 0), s.blocked_until_us]::float8[] END`;
 }
