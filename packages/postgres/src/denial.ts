@@ -1,8 +1,6 @@
 import { evaluateState, type PolicySet, type StoreResult } from "@floodgate/core/store";
+import { WIDTH } from "./sql/algorithms.ts";
 import type { CounterKind } from "./sql/counter.ts";
-
-/** How many of num1..num3 each counter kind keeps. */
-const WIDTHS: Readonly<Record<CounterKind, number>> = { t: 1, f: 2, s: 3 };
 
 /**
  * A denial of one counter policy from the row it was decided on, as the direct charge statement
@@ -21,7 +19,7 @@ export function denialFrom(set: PolicySet, kind: CounterKind, reply: readonly un
     v: 1,
     kinds: set.policies[0]!.kind,
     expiresAtUs: Number.MAX_SAFE_INTEGER,
-    numbers: [n1!, n2!, n3!].slice(0, WIDTHS[kind]),
+    numbers: [n1!, n2!, n3!].slice(0, WIDTH[kind]), // how many of num1..num3 the kind keeps
     logs: [null],
     blockedUntilUs: blockedUntilUs! > 0 ? blockedUntilUs : undefined,
   };

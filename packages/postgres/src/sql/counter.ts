@@ -138,7 +138,7 @@ const CHARGES: Readonly<Record<CounterKind, () => Charge>> = { t: tokenBucket, f
 /** One kind's charge expressions (see {@link Charge}), for the functions here and the statement of sql/direct.ts. */
 export const chargeOf = (kind: CounterKind): Charge => CHARGES[kind]();
 
-/** The kinds charged by a function of their own (one policy of the kind). */
+/** The kinds charged by a statement and a function of their own (one policy of the kind; sql/direct.ts). */
 export type CounterKind = "t" | "f" | "s";
 
 /** The charge function of one kind (see above). */
