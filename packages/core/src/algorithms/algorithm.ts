@@ -209,6 +209,14 @@ export interface LuaAlgorithm {
    * with the block's end (µs) in \`bu\` and the script's clock in \`now\`.
    */
   readonly blockMark?: string;
+  /**
+   * Optional, for a kind whose \`blockMark\` leaves a blocked key's state present and flagged
+   * until the block ends (block-flag.ts): after its eval fragment, \`read\` is a Lua expression
+   * over what eval carries (a..e) that is true when the state read carried the flag, and \`clear\`
+   * a statement after which the commit writes the state without it. A script that knows its first
+   * policy's state unflagged need not read the block key.
+   */
+  readonly flag?: { readonly read: string; readonly clear: string };
 }
 
 /** The figures the docs show for a kind (the algorithm table of docs/reference/options.md, under "Policies"). */

@@ -277,6 +277,7 @@ const SLIDING_WINDOW_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   maxLimit: MAX_COUNT,
   fast: { source: swFast, expand: expandSliding },
   blockMark: SW_BLOCK_MARK,
+  flag: { read: "d >= 2", clear: "d = d % 2" },
   fragments: {
     eval: `${SW_READ}local start = index * P
 local elapsed = floor((now - start * 1000) / 1000)

@@ -244,6 +244,7 @@ const TOKEN_BUCKET_LUA: LuaAlgorithm = /* @__PURE__ */ (() => ({
   parameter: intervalUs,
   fast: { source: tbFast, expand: expandBucket },
   blockMark: TB_BLOCK_MARK,
+  flag: { read: "b", clear: "b = false" },
   fragments: {
     eval: `${TB_READ}if tat < now then tat = now end
 local tau, nxt = L * P, tat + cost * P

@@ -98,6 +98,30 @@ export function markBlock(key: string, kind: string): string {
   return branches.length === 0 ? "" : `if ${branches.join("elseif ")}end\n`;
 }
 
+/**
+ * Run after the eval fragment of a set's first policy (\`kind\`, carried values a..e), in a script
+ * whose block key is \`bk\`: sets \`bu\` (declared by the caller) from the block key unless the
+ * kind's state proves the key unblocked by carrying no flag (\`LuaAlgorithm.flag\`; a blocked key's
+ * state is present and flagged until the block ends, block-flag.ts). A flagged state whose block
+ * is over loses its flag in the commit, as the single-policy step's first admission after a block
+ * removes it. Kinds without a flag always read the block key.
+ */
+export function readBlock(): string {
+  const flagged = POLICY_KINDS.filter((k) => ALGORITHMS[k].lua.flag !== undefined);
+  if (flagged.length === 0) return `bu = tonumber(redis.pcall("GET", bk))\n`;
+  const test = flagged.map((k) => `kind == "${ALGORITHMS[k].lua.code}" then mb = ${ALGORITHMS[k].lua.flag!.read}\n`);
+  const clear = flagged.map((k) => `kind == "${ALGORITHMS[k].lua.code}" then ${ALGORITHMS[k].lua.flag!.clear}\n`);
+  return `local mb = true
+if ${test.join("elseif ")}end
+if mb then
+bu = tonumber(redis.pcall("GET", bk))
+if not (bu and bu > now) then
+if ${clear.join("elseif ")}end
+end
+end
+`;
+}
+
 function singleScript(kind: PolicyKind): string {
   const f = ALGORITHMS[kind].lua.fragments;
   return `${ALGORITHMS[kind].lua.fast?.source(false) ?? ""}${prelude("4")}local k, L, P = KEYS[1], ARGV[2] + 0, ARGV[3] + 0
@@ -132,15 +156,16 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 `;
 
 function multiScript(): string {
-  return `${prelude("#KEYS * 3 + 2")}local out, h = {1}, {}
+  return `${prelude("#KEYS * 3 + 2")}local out, h, bu = {1}, {}
 local bk = KEYS[1] .. ":b"
-local bu = not refund and tonumber(redis.pcall("GET", bk))
 for p = 1, #KEYS do
 ${POLICY}if refund then
 local m = ARGV[#KEYS * 3 + 2 + p]
 if m then m = m + 0 end
 ${dispatch("refund")}else
 ${dispatch("eval")}if not ok then out[1] = 0 end
+if p == 1 then
+${readBlock()}end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 end
@@ -233,7 +258,7 @@ export const SCRIPT_SHA: Readonly<Partial<Record<ScriptName, string>>> = {
   "fixed-window:1": "aa3d43292ac13e774303b18bef55d5ccc95146c5",
   "token-bucket:1": "939d7e3739a7ccc92d0ed1c682925036d9138d1d",
   "sliding-window:1": "9173b39b99017e50be764dc38b4bbc5900b5fcaa",
-  multi: "58b9982be45393143c90d66f3589f26d483ee7ce",
+  multi: "4be0948857b0e6787201fc5f6e305e1188884028",
 };
 
 let scripts: Scripts | undefined;

@@ -1,4 +1,4 @@
-import { BLOCKED, dispatch, type LuaScript, prelude, READ_NOW, startBlock } from "./lua.ts";
+import { BLOCKED, dispatch, type LuaScript, prelude, READ_NOW, readBlock, startBlock } from "./lua.ts";
 
 /*
  * The two reservation scripts, one atomic call each, for every policy set (single policies too:
@@ -28,11 +28,12 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 
 function reserveScript(): string {
   return `${prelude("#KEYS * 3 - 1")}local n = #KEYS - 1
-local out, h = {1}, {}
+local out, h, bu = {1}, {}
 local bk = KEYS[1] .. ":b"
-local bu = tonumber(redis.pcall("GET", bk))
 for p = 1, n do
 ${POLICY("n")}${dispatch("eval")}if not ok then out[1] = 0 end
+if p == 1 then
+${readBlock()}end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 if bu and bu > now then
@@ -77,7 +78,7 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "592c3ef4b153774ab28e89edaec9f6317637b3fe",
+  reserve: "f50c723e94358df9874baea962a6e35739303d05",
   settle: "eddb7a129e5d8b6f5df495ceef1a9864504fad40",
 } as const;
 
