@@ -6,7 +6,7 @@
  * after a block removes the flag, as the single-policy step does.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRateLimiter, fixedWindow, slidingWindow, tokenBucket } from "../../packages/core/src/index.ts";
+import { createCompoundLimiter, createRateLimiter, fixedWindow, slidingWindow, tokenBucket } from "../../packages/core/src/index.ts";
 import type { Policy } from "../../packages/core/src/index.ts";
 import { uniquePrefix } from "../stores/store-contract.ts";
 import type { Redis as IORedis } from "ioredis";
@@ -132,5 +132,31 @@ describe("another kind first", () => {
     expect(admitted.get).toBe(3);
     await limiter.block("k", "1h");
     expect((await limiter.limit("k")).allowed).toBe(false);
+  });
+});
+
+describe("compound decisions", () => {
+  it("read a pair's block key only when its first state is flagged, or of a kind without the flag", async () => {
+    const prefix = uniquePrefix();
+    const store = h.store("server", { denyCache: false });
+    const dims = {
+      user: createRateLimiter({ policy: tokenBucket({ capacity: 10, refillRate: 1 }), store, prefix: `${prefix}u:` }),
+      ip: createRateLimiter({ policy: slidingWindow({ limit: 10, window: "1h" }), store, prefix: `${prefix}i:` }),
+      org: createRateLimiter({ policy: fixedWindow({ limit: 10, window: "1h" }), store, prefix: `${prefix}o:` }),
+    };
+    const compound = createCompoundLimiter({ dimensions: dims });
+    const keys = { user: "u1", ip: "10.0.0.1", org: "acme" };
+    await compound.limit(keys);
+    // Three states and the fixed window's block key: none for the bucket's and the window's.
+    expect((await commands(() => compound.limit(keys))).get).toBe(4);
+    await dims.ip.block("10.0.0.1", "1h");
+    let d: Awaited<ReturnType<typeof compound.limit>> | undefined;
+    expect((await commands(async () => (d = await compound.limit(keys)))).get).toBe(5);
+    expect(d).toMatchObject({ allowed: false, dimension: "ip" });
+    expect(d!.retryAfterMs).toBeGreaterThan(3_500_000);
+    await dims.ip.unblock("10.0.0.1");
+    expect((await compound.limit(keys)).allowed).toBe(true);
+    expect(FIRST["sliding window"].flagged(await h.admin.get(`${prefix}i:{10.0.0.1}`))).toBe(false);
+    expect((await commands(() => compound.limit(keys))).get).toBe(4);
   });
 });

@@ -1,4 +1,4 @@
-import { dispatch, type LuaScript, markBlock, POLICY, prelude } from "./lua.ts";
+import { dispatch, type LuaScript, markBlock, POLICY, prelude, readBlock } from "./lua.ts";
 
 /*
  * The compound script: several (policy set, key) pairs decided and charged in one atomic call
@@ -12,7 +12,7 @@ import { dispatch, type LuaScript, markBlock, POLICY, prelude } from "./lua.ts";
  *   then now in µs ("" for the server's clock), then the number of pairs D, then per pair the
  *   index of its first key, then per policy its `block` in ms ("0": none)
  * Every policy is evaluated; a pair whose block key (`<its first key>:b`) is live is denied as
- * blocked. All admit: every policy is charged (each kind's commit) and the answer is the multi
+ * blocked (the block key read only when the pair's first state may be blocked, lua.ts `readBlock`). All admit: every policy is charged (each kind's commit) and the answer is the multi
  * script's, over all the policies, marks included. Any denies: nothing is charged, and each
  * denying pair's key is blocked for the longest `block` of its denying policies (as a denied
  * consume of that pair would be); the answer carries the figures without marks.
@@ -21,19 +21,19 @@ import { dispatch, type LuaScript, markBlock, POLICY, prelude } from "./lua.ts";
 function compoundScript(): string {
   return `${prelude("#KEYS * 3 + 2")}local n = #KEYS
 local out, h = {1}, {}
+local nd = ARGV[n * 3 + 3] + 0
+local held, first = {}, {}
+for dd = 1, nd do first[ARGV[n * 3 + 3 + dd] + 0] = dd end
 for p = 1, n do
 ${POLICY}${dispatch("eval")}if not ok then out[1] = 0 end
-h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
-end
-local nd = ARGV[n * 3 + 3] + 0
-local held = {}
-for dd = 1, nd do
-local bk = KEYS[ARGV[n * 3 + 3 + dd] + 0] .. ":b"
-local bu = tonumber(redis.pcall("GET", bk))
-if bu and bu > now then
-held[dd] = bu
+if first[p] then
+local bu
+${readBlock('KEYS[p] .. ":b"')}if bu and bu > now then
+held[first[p]] = bu
 out[1] = 0
 end
+end
+h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 if out[1] == 0 then
 for dd = 1, nd do
@@ -72,7 +72,7 @@ return out
 }
 
 /** SHA1 of the compound script, precomputed (test/redis/lua-sha.test.ts recomputes it). */
-export const COMPOUND_SCRIPT_SHA = "c1b1f5c8b6043223c598a7b8d45e66ef371a7547";
+export const COMPOUND_SCRIPT_SHA = "62e6eaef3d9a79acc2c95d056b99b0a1d33c7eda";
 
 let script: LuaScript | undefined;
 

@@ -99,22 +99,22 @@ export function markBlock(key: string, kind: string): string {
 }
 
 /**
- * Run after the eval fragment of a set's first policy (\`kind\`, carried values a..e), in a script
- * whose block key is \`bk\`: sets \`bu\` (declared by the caller) from the block key unless the
+ * Run after the eval fragment of a set's first policy (\`kind\`, carried values a..e), with \`bk\`
+ * the Lua expression of its block key: sets \`bu\` (declared by the caller) from the block key unless the
  * kind's state proves the key unblocked by carrying no flag (\`LuaAlgorithm.flag\`; a blocked key's
  * state is present and flagged until the block ends, block-flag.ts). A flagged state whose block
  * is over loses its flag in the commit, as the single-policy step's first admission after a block
  * removes it. Kinds without a flag always read the block key.
  */
-export function readBlock(): string {
+export function readBlock(bk: string): string {
   const flagged = POLICY_KINDS.filter((k) => ALGORITHMS[k].lua.flag !== undefined);
-  if (flagged.length === 0) return `bu = tonumber(redis.pcall("GET", bk))\n`;
+  if (flagged.length === 0) return `bu = tonumber(redis.pcall("GET", ${bk}))\n`;
   const test = flagged.map((k) => `kind == "${ALGORITHMS[k].lua.code}" then mb = ${ALGORITHMS[k].lua.flag!.read}\n`);
   const clear = flagged.map((k) => `kind == "${ALGORITHMS[k].lua.code}" then ${ALGORITHMS[k].lua.flag!.clear}\n`);
   return `local mb = true
 if ${test.join("elseif ")}end
 if mb then
-bu = tonumber(redis.pcall("GET", bk))
+bu = tonumber(redis.pcall("GET", ${bk}))
 if not (bu and bu > now) then
 if ${clear.join("elseif ")}end
 end
@@ -157,7 +157,6 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 
 function multiScript(): string {
   return `${prelude("#KEYS * 3 + 2")}local out, h, bu = {1}, {}
-local bk = KEYS[1] .. ":b"
 for p = 1, #KEYS do
 ${POLICY}if refund then
 local m = ARGV[#KEYS * 3 + 2 + p]
@@ -165,7 +164,7 @@ if m then m = m + 0 end
 ${dispatch("refund")}else
 ${dispatch("eval")}if not ok then out[1] = 0 end
 if p == 1 then
-${readBlock()}end
+${readBlock('KEYS[1] .. ":b"')}end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 end
@@ -174,6 +173,7 @@ if bu and bu > now then
 ${BLOCKED}return out
 end
 if out[1] == 0 and charge then
+local bk = KEYS[1] .. ":b"
 ${startBlock("#KEYS * 3 + 2", "#KEYS")}return out
 end
 if out[1] == 1 and charge then
@@ -258,7 +258,7 @@ export const SCRIPT_SHA: Readonly<Partial<Record<ScriptName, string>>> = {
   "fixed-window:1": "aa3d43292ac13e774303b18bef55d5ccc95146c5",
   "token-bucket:1": "939d7e3739a7ccc92d0ed1c682925036d9138d1d",
   "sliding-window:1": "9173b39b99017e50be764dc38b4bbc5900b5fcaa",
-  multi: "4be0948857b0e6787201fc5f6e305e1188884028",
+  multi: "fdd08b41bd9e535bad911862267a54f3f5c04929",
 };
 
 let scripts: Scripts | undefined;

@@ -29,17 +29,17 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 function reserveScript(): string {
   return `${prelude("#KEYS * 3 - 1")}local n = #KEYS - 1
 local out, h, bu = {1}, {}
-local bk = KEYS[1] .. ":b"
 for p = 1, n do
 ${POLICY("n")}${dispatch("eval")}if not ok then out[1] = 0 end
 if p == 1 then
-${readBlock()}end
+${readBlock('KEYS[1] .. ":b"')}end
 h[y], h[y + 1], h[y + 2], h[y + 3], h[y + 4] = a, b, c, d, e
 end
 if bu and bu > now then
 ${BLOCKED}return out
 end
 if out[1] == 0 then
+local bk = KEYS[1] .. ":b"
 ${startBlock("#KEYS * 3", "n")}return out
 end
 if out[1] == 1 and charge then
@@ -78,7 +78,7 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "f50c723e94358df9874baea962a6e35739303d05",
+  reserve: "c61273b2770327245c7cab71e20efd101c8fd33d",
   settle: "eddb7a129e5d8b6f5df495ceef1a9864504fad40",
 } as const;
 
