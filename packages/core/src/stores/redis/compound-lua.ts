@@ -1,4 +1,4 @@
-import { dispatch, type LuaScript, markBlock, POLICY, prelude, readBlock } from "./lua.ts";
+import { dispatch, KEPT, type LuaScript, markBlock, POLICY, prelude, readBlock } from "./lua.ts";
 
 /*
  * The compound script: several (policy set, key) pairs decided and charged in one atomic call
@@ -20,7 +20,7 @@ import { dispatch, type LuaScript, markBlock, POLICY, prelude, readBlock } from 
 
 function compoundScript(): string {
   return `${prelude("#KEYS * 3 + 2")}local n = #KEYS
-local out, h = {1}, {}
+local out, h = {1}, ${KEPT}
 local nd = ARGV[n * 3 + 3] + 0
 local held, first = {}, {}
 for dd = 1, nd do first[ARGV[n * 3 + 3 + dd] + 0] = dd end
@@ -72,7 +72,7 @@ return out
 }
 
 /** SHA1 of the compound script, precomputed (test/redis/lua-sha.test.ts recomputes it). */
-export const COMPOUND_SCRIPT_SHA = "62e6eaef3d9a79acc2c95d056b99b0a1d33c7eda";
+export const COMPOUND_SCRIPT_SHA = "428b311df3e14a527b1704a5f21606ef13b50214";
 
 let script: LuaScript | undefined;
 

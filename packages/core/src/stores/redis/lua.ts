@@ -151,12 +151,19 @@ export function dispatch(part: keyof LuaFragments): string {
   return `if ${branches.join("elseif ")}end\n`;
 }
 
+/**
+ * The table a multi-policy script keeps each policy's carried values in between its eval and its
+ * commit (five per policy), made at the size of two policies' (its array part then never grows
+ * for them, where growing it costs a rehash at each power of two).
+ */
+export const KEPT = "{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}";
+
 export const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, #KEYS * 4 + 1 + p, p * 3 - 1, p * 5
 local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 `;
 
 function multiScript(): string {
-  return `${prelude("#KEYS * 3 + 2")}local out, h, bu = {1}, {}
+  return `${prelude("#KEYS * 3 + 2")}local out, h, bu = {1}, ${KEPT}
 for p = 1, #KEYS do
 ${POLICY}if refund then
 local m = ARGV[#KEYS * 3 + 2 + p]
@@ -258,7 +265,7 @@ export const SCRIPT_SHA: Readonly<Partial<Record<ScriptName, string>>> = {
   "fixed-window:1": "aa3d43292ac13e774303b18bef55d5ccc95146c5",
   "token-bucket:1": "939d7e3739a7ccc92d0ed1c682925036d9138d1d",
   "sliding-window:1": "9173b39b99017e50be764dc38b4bbc5900b5fcaa",
-  multi: "fdd08b41bd9e535bad911862267a54f3f5c04929",
+  multi: "4861b220c143fe6fd6c9843076c2bb2a1eff174e",
 };
 
 let scripts: Scripts | undefined;
