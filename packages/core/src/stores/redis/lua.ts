@@ -158,12 +158,23 @@ export function dispatch(part: keyof LuaFragments): string {
  */
 export const KEPT = "{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}";
 
+/**
+ * A script's result table \`out\` for \`n\` policies, the overall flag 1 first: made at its size
+ * (1 + 4 per policy, the figures every eval writes) for sets of one to three policies, the usual
+ * ones, so that it is not rehashed as it fills; the marks a charge appends grow it once. Any other
+ * size starts from the flag alone. Its length is the reply's.
+ */
+export const newOut = (n: string): string =>
+  `local out
+if ${[1, 2, 3].map((k) => `${n} == ${k} then out = {1${", 0".repeat(4 * k)}}\n`).join("elseif ")}else out = {1} end
+`;
+
 export const POLICY = `local k, i, j, x, y = KEYS[p], p * 4 - 2, #KEYS * 4 + 1 + p, p * 3 - 1, p * 5
 local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 `;
 
 function multiScript(): string {
-  return `${prelude("#KEYS * 3 + 2")}local out, h, bu = {1}, ${KEPT}
+  return `${prelude("#KEYS * 3 + 2")}${newOut("#KEYS")}local h, bu = ${KEPT}
 for p = 1, #KEYS do
 ${POLICY}if refund then
 local m = ARGV[#KEYS * 3 + 2 + p]
@@ -265,7 +276,7 @@ export const SCRIPT_SHA: Readonly<Partial<Record<ScriptName, string>>> = {
   "fixed-window:1": "aa3d43292ac13e774303b18bef55d5ccc95146c5",
   "token-bucket:1": "939d7e3739a7ccc92d0ed1c682925036d9138d1d",
   "sliding-window:1": "9173b39b99017e50be764dc38b4bbc5900b5fcaa",
-  multi: "4861b220c143fe6fd6c9843076c2bb2a1eff174e",
+  multi: "87aa1c7bd7baf8f722fb201d430a9b31a326057e",
 };
 
 let scripts: Scripts | undefined;

@@ -1,4 +1,4 @@
-import { BLOCKED, dispatch, KEPT, type LuaScript, prelude, READ_NOW, readBlock, startBlock } from "./lua.ts";
+import { BLOCKED, dispatch, KEPT, type LuaScript, newOut, prelude, READ_NOW, readBlock, startBlock } from "./lua.ts";
 
 /*
  * The two reservation scripts, one atomic call each, for every policy set (single policies too:
@@ -28,7 +28,7 @@ local kind, L, P = ARGV[x], ARGV[x + 1] + 0, ARGV[x + 2] + 0
 
 function reserveScript(): string {
   return `${prelude("#KEYS * 3 - 1")}local n = #KEYS - 1
-local out, h, bu = {1}, ${KEPT}
+${newOut("n")}local h, bu = ${KEPT}
 for p = 1, n do
 ${POLICY("n")}${dispatch("eval")}if not ok then out[1] = 0 end
 if p == 1 then
@@ -78,7 +78,7 @@ return 1
  * recomputes them (and prints the new values when a script changes).
  */
 export const RESERVATION_SCRIPT_SHA = {
-  reserve: "033f0be76bdad525e39930151501e5d0a0c027a0",
+  reserve: "80cae2fb8777c15a46f7822aebc14395b88b18f4",
   settle: "eddb7a129e5d8b6f5df495ceef1a9864504fad40",
 } as const;
 
