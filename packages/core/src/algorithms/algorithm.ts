@@ -211,12 +211,15 @@ export interface LuaAlgorithm {
   readonly blockMark?: string;
   /**
    * Optional, for a kind whose \`blockMark\` leaves a blocked key's state present and flagged
-   * until the block ends (block-flag.ts): after its eval fragment, \`read\` is a Lua expression
-   * over what eval carries (a..e) that is true when the state read carried the flag, and \`clear\`
-   * a statement after which the commit writes the state without it. A script that knows its first
-   * policy's state unflagged need not read the block key.
+   * until the block ends (block-flag.ts): how its eval fragment's carried values show the flag. A
+   * script that knows its first policy's state unflagged need not read the block key.
    */
-  readonly flag?: { readonly read: string; readonly clear: string };
+  readonly flag?: {
+    /** A Lua expression over what eval carries (a..e), true when the state read carried the flag. */
+    readonly read: string;
+    /** A Lua statement after which the commit writes the state without the flag. */
+    readonly clear: string;
+  };
 }
 
 /** The figures the docs show for a kind (the algorithm table of docs/reference/options.md, under "Policies"). */
